@@ -1,0 +1,47 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "fleet-token-proxy",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "fleet-token-proxy", targets: ["fleet-token-proxy"]),
+        .library(name: "FleetTokenProxy", targets: ["FleetTokenProxy"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // libevent (core, pthreads, OpenSSL bufferevents) through pkg-config.
+        .systemLibrary(
+            name: "CEvent",
+            pkgConfig: "libevent_openssl",
+            providers: [.apt(["libevent-dev"])]
+        ),
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        // Function wrappers for C macros Swift cannot call (OpenSSL's SSL_set_tlsext_host_name...).
+        .target(name: "CShims", dependencies: ["CEvent", "COpenSSL"]),
+        .target(
+            name: "FleetTokenProxy",
+            dependencies: [
+                "CEvent", "COpenSSL", "CShims",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "fleet-token-proxy",
+            dependencies: [
+                "FleetTokenProxy",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(name: "FleetTokenProxyTests", dependencies: ["FleetTokenProxy"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["FleetTokenProxy"]),
+    ]
+)

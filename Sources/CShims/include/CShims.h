@@ -1,0 +1,13 @@
+#pragma once
+#include <openssl/ssl.h>
+#include <sys/socket.h>
+
+/// SSL_set_tlsext_host_name is a macro; Swift cannot call it directly.
+int fte_ssl_set_sni(SSL *ssl, const char *host);
+/// SSL_CTX_set_min_proto_version is a macro.
+int fte_ssl_ctx_set_min_tls12(SSL_CTX *ctx);
+/// SSL_CTX_set_mode is a macro; used to allow partial writes from bufferevent_openssl.
+void fte_ssl_ctx_set_modes(SSL_CTX *ctx);
+/// The hostname check OpenSSL runs during verification (SSL_set1_host is a function,
+/// but the flags live behind a macro-heavy API; one wrapper keeps it in one place).
+int fte_ssl_set_verify_host(SSL *ssl, const char *host);

@@ -1,0 +1,98 @@
+/// Header fields in arrival order; names compare case-insensitively (RFC 9110 §5.1).
+public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
+    public private(set) var fields: [(name: String, value: String)] = []
+
+    public init() {}
+    public init(_ fields: [(name: String, value: String)]) { self.fields = fields }
+    public init(dictionaryLiteral elements: (String, String)...) {
+        fields = elements.map { (name: $0.0, value: $0.1) }
+    }
+
+    /// The first value of `name`, if any.
+    public subscript(name: String) -> String? {
+        for field in fields where field.name.asciiCaseInsensitiveEquals(name) { return field.value }
+        return nil
+    }
+
+    public func values(_ name: String) -> [String] {
+        fields.filter { $0.name.asciiCaseInsensitiveEquals(name) }.map(\.value)
+    }
+
+    public mutating func add(_ name: String, _ value: String) { fields.append((name: name, value: value)) }
+
+    public mutating func remove(_ name: String) { fields.removeAll { $0.name.asciiCaseInsensitiveEquals(name) } }
+
+    public mutating func replace(_ name: String, _ value: String) {
+        remove(name)
+        add(name, value)
+    }
+
+    public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { fields.makeIterator() }
+}
+
+/// A whole HTTP request, as a buffered server hands it to a handler.
+public struct HTTPRequest: Sendable {
+    public var method: String
+    /// The request target as sent (origin form: path plus optional query).
+    public var target: String
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+
+    public init(method: String, target: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+        self.method = method
+        self.target = target
+        self.headers = headers
+        self.body = body
+    }
+
+    /// The path part of the target, before any `?`.
+    public var path: Substring { target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0] }
+}
+
+/// A whole HTTP response. `Content-Length` is added by whoever serializes it.
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: HTTPHeaders
+    public var body: [UInt8]
+
+    public init(status: Int, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A JSON response from already-serialized JSON text.
+    public static func json(_ status: Int, _ json: String) -> HTTPResponse {
+        HTTPResponse(status: status, headers: ["Content-Type": "application/json"], body: Array(json.utf8))
+    }
+}
+
+/// Runs work later on the loop that owns the caller. Handlers and caches get this instead of
+/// a concrete event loop so unit tests can drive them without sockets.
+public protocol Scheduler: AnyObject {
+    /// Runs `work` once after `seconds` on the owning loop; the returned handle cancels it.
+    @discardableResult
+    func schedule(after seconds: Double, _ work: @escaping () -> Void) -> ScheduledWork
+}
+
+/// A handle to work scheduled on a `Scheduler`.
+public protocol ScheduledWork: AnyObject {
+    func cancel()
+}
+
+/// A buffered request handler: call `respond` exactly once, now or later on the same loop.
+public typealias HTTPHandler = (_ request: HTTPRequest, _ respond: @escaping (HTTPResponse) -> Void) -> Void
+
+extension StringProtocol {
+    /// ASCII case-insensitive comparison, enough for header names and tokens.
+    public func asciiCaseInsensitiveEquals<T: StringProtocol>(_ other: T) -> Bool {
+        let a = utf8, b = other.utf8
+        guard a.count == b.count else { return false }
+        for (x, y) in zip(a, b) {
+            let lx = (x >= 65 && x <= 90) ? x | 0x20 : x
+            let ly = (y >= 65 && y <= 90) ? y | 0x20 : y
+            if lx != ly { return false }
+        }
+        return true
+    }
+}

@@ -1,0 +1,2 @@
+import FleetTokenProxy
+print("fleet-token-proxy")
