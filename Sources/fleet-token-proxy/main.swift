@@ -1,2 +1,63 @@
+import ArgumentParser
 import FleetTokenProxy
-print("fleet-token-proxy")
+import Foundation
+import Logging
+
+/// `serve`'s flags, for the environment-variable mapping (SPEC §6).
+let serveFlags: [EnvironmentArguments.Flag] = [
+    .init("listen"), .init("allow-non-loopback", takesValue: false), .init("upstream"),
+    .init("upstream-ca-file"), .init("provider-url"), .init("provider-header", repeatable: true),
+    .init("provider-header-file"), .init("provider-ca-file"), .init("token-field"), .init("expiry-field"),
+    .init("refresh-margin"), .init("min-token-validity"), .init("max-entities"), .init("provider-concurrency"),
+    .init("provider-timeout"), .init("lazy-refresh", takesValue: false), .init("admin-listen"), .init("socket-mode"),
+    .init("drain-timeout"), .init("log-level"),
+]
+
+struct FleetTokenProxyCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fleet-token-proxy",
+        abstract: "Attaches per-entity Fleet Engine JWTs to the calls of an unmodified client.",
+        subcommands: [Serve.self, Demo.self, StandIn.self]
+    )
+}
+
+/// Parses the command line and runs the command; a bad command line or configuration ends
+/// with one line on stderr and exit status 2.
+func main() -> Int32 {
+    signal(SIGPIPE, SIG_IGN)
+    var arguments = Array(CommandLine.arguments.dropFirst())
+    do {
+        if arguments.first == "serve" {
+            arguments = try EnvironmentArguments.merge(arguments: arguments, environment: ProcessInfo.processInfo.environment, flags: serveFlags)
+        }
+        var command = try FleetTokenProxyCommand.parseAsRoot(arguments)
+        if let serve = command as? Serve { return try serve.execute() }
+        if let demo = command as? Demo { return demo.execute() }
+        if let provider = command as? StandIn.Provider { return try provider.execute() }
+        try command.run()
+        return 0
+    } catch let error as ConfigError {
+        return fail(error.message)
+    } catch let error as StartupError {
+        return fail(error.message)
+    } catch {
+        if FleetTokenProxyCommand.exitCode(for: error) == .success {
+            print(FleetTokenProxyCommand.fullMessage(for: error))
+            return 0
+        }
+        let message = FleetTokenProxyCommand.message(for: error)
+        return fail(message.split(separator: "\n").first.map(String.init) ?? "invalid command line")
+    }
+}
+
+func fail(_ message: String) -> Int32 {
+    FileHandle.standardError.write(Data("fleet-token-proxy: \(message)\n".utf8))
+    return 2
+}
+
+/// A start-up failure that is not a configuration value (a port in use, an unreadable file).
+struct StartupError: Error {
+    let message: String
+}
+
+exit(main())

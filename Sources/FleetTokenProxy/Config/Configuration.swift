@@ -1,0 +1,58 @@
+import Logging
+
+/// Everything `serve` is configured with (SPEC §6), already parsed and checked.
+public struct Configuration: Sendable {
+    public var listen: ListenAddress = .inet(host: "127.0.0.1", port: 4180)
+    public var allowNonLoopback = false
+    public var upstream: UpstreamURL
+    public var upstreamCAFile: String?
+    public var providerURL: ProviderURLTemplate
+    public var providerHeaders: [HeaderField] = []
+    public var providerHeaderFile: String?
+    public var providerCAFile: String?
+    public var tokenField: String?
+    public var expiryField: String?
+    public var refreshMargin: Double = 300
+    public var minTokenValidity: Double = 60
+    public var maxEntities = 100_000
+    public var providerConcurrency = 32
+    /// Time allowed for one provider fetch, connection included.
+    public var providerTimeout: Double = 10
+    public var lazyRefresh = false
+    public var adminListen: ListenAddress?
+    public var socketMode: UInt32?
+    public var drainTimeout: Double = 10
+    public var logLevel: Logger.Level = .info
+    public var limits = ServerLimits()
+
+    public init(upstream: UpstreamURL, providerURL: ProviderURLTemplate) {
+        self.upstream = upstream
+        self.providerURL = providerURL
+    }
+
+    /// The checks that span several settings; each failure is one line for stderr.
+    public func validate() throws(ConfigError) {
+        if !listen.isLoopback && !allowNonLoopback {
+            throw ConfigError("--listen \(listen) is not a loopback address or unix socket; add --allow-non-loopback to listen there")
+        }
+        if let admin = adminListen, !admin.isLoopback && !allowNonLoopback {
+            throw ConfigError("--admin-listen \(admin) is not a loopback address or unix socket; add --allow-non-loopback to listen there")
+        }
+        if refreshMargin < 0 { throw ConfigError("--refresh-margin must be 0 or more seconds") }
+        if minTokenValidity < 0 { throw ConfigError("--min-token-validity must be 0 or more seconds") }
+        if maxEntities < 1 { throw ConfigError("--max-entities must be at least 1") }
+        if providerConcurrency < 1 { throw ConfigError("--provider-concurrency must be at least 1") }
+        if providerTimeout <= 0 { throw ConfigError("--provider-timeout must be more than 0 seconds") }
+        if drainTimeout < 0 { throw ConfigError("--drain-timeout must be 0 or more seconds") }
+    }
+}
+
+/// One `Name: value` header the sidecar sends to the token provider.
+public struct HeaderField: Sendable, Equatable {
+    public var name: String
+    public var value: String
+    public init(name: String, value: String) {
+        self.name = name
+        self.value = value
+    }
+}

@@ -1,0 +1,239 @@
+import Foundation
+import Logging
+
+/// `fleet-token-proxy demo`: the whole path on loopback. A stand-in token provider mints
+/// Fleet Engine shaped RS256 JWTs; a stand-in Fleet Engine checks every call's token against
+/// the call's entity as Fleet Engine does; the sidecar sits between them and a fleet of
+/// simulated clients, on one event loop. Tokens are short-lived so they are refreshed during
+/// the run.
+public struct DemoOptions: Sendable {
+    public var vehicles = 200
+    public var trips = 30
+    public var tasks = 30
+    /// Seconds of steady load after the cold start.
+    public var duration: Double = 15
+    /// Lifetime of the tokens the stand-in provider mints.
+    public var tokenLifetime: Double = 12
+    /// Client connections to the sidecar.
+    public var connections = 32
+    /// Seconds between two location updates of one vehicle.
+    public var updateInterval: Double = 1
+    public init() {}
+}
+
+/// What a demo run measured.
+public struct DemoSummary: Sendable {
+    public var calls = 0
+    public var answeredOK = 0
+    public var failedCalls = 0
+    public var rejectedByFleetEngine = 0
+    public var acceptedByFleetEngine = 0
+    public var cacheHits = 0
+    public var cacheMisses = 0
+    public var coalesced = 0
+    public var providerCalls = 0
+    public var entities = 0
+    public var maxProviderCallsForOneEntity = 0
+    public var statusCounts: [Int: Int] = [:]
+
+    public var cacheHitRate: Double {
+        let total = cacheHits + cacheMisses
+        return total == 0 ? 0 : Double(cacheHits) / Double(total)
+    }
+}
+
+public final class DemoRun {
+    private let options: DemoOptions
+    private let output: (String) -> Void
+    private let loop: EventLoop
+    private let clock = SystemClock()
+    private var provider: StandInProvider!
+    private var fleetEngine: StandInFleetEngine!
+    private var providerServer: BufferedHTTPServer!
+    private var fleetEngineServer: BufferedHTTPServer!
+    private var sidecar: Sidecar!
+    private var client: DemoClient!
+    private var summary = DemoSummary()
+    private var workload: [DemoCall] = []
+    private var stopping = false
+    private var startedAt = 0.0
+
+    public init(options: DemoOptions, output: @escaping (String) -> Void) throws {
+        self.options = options
+        self.output = output
+        loop = try EventLoop()
+    }
+
+    /// Runs the demo to the end; returns the summary.
+    public func run() throws -> DemoSummary {
+        let logger = LogSetup.makeLogger(level: .warning, label: "demo")
+        let keyPair = try RSAKeyPair.generate()
+        provider = StandInProvider(keyPair: keyPair, scheduler: loop, wallClock: { [clock] in clock.wallNow })
+        provider.tokenLifetime = options.tokenLifetime
+        // A provider round trip that takes a moment, as a real backend's does: it is what
+        // makes concurrent cold calls pile up on one fetch.
+        provider.behaviour = .delay(0.05)
+        providerServer = BufferedHTTPServer(loop: loop, handler: provider.handler)
+        let providerAddress = try providerServer.listen(on: .inet(host: "127.0.0.1", port: 0))
+
+        fleetEngine = StandInFleetEngine(publicKey: keyPair.publicKey, keyID: keyPair.keyID,
+                                         classify: RESTRoute.classify, wallClock: { [clock] in clock.wallNow })
+        fleetEngineServer = BufferedHTTPServer(loop: loop, handler: fleetEngine.handler)
+        let fleetEngineAddress = try fleetEngineServer.listen(on: .inet(host: "127.0.0.1", port: 0))
+
+        var config = Configuration(
+            upstream: try UpstreamURL.parse("http://\(fleetEngineAddress)"),
+            providerURL: try ProviderURLTemplate.parse("http://\(providerAddress)/token/{provider}/{type}/{id}"))
+        config.listen = .inet(host: "127.0.0.1", port: 0)
+        sidecar = try Sidecar(configuration: config, loop: loop, logger: logger)
+        let sidecarAddress = try sidecar.start()
+
+        output("fleet-token-proxy demo")
+        output("  stand-in token provider  http://\(providerAddress)  (RS256 JWTs, \(Int(options.tokenLifetime)) s lifetime)")
+        output("  stand-in Fleet Engine    http://\(fleetEngineAddress)  (checks every token against the call's entity)")
+        output("  sidecar                  http://\(sidecarAddress)")
+        output("  clients: \(options.vehicles) vehicles updating their location every \(options.updateInterval) s, \(options.trips) trips, \(options.tasks) tasks, over \(options.connections) connections")
+        output("")
+
+        client = DemoClient(loop: loop, target: try UpstreamURL.parse("http://\(sidecarAddress)"),
+                            connections: options.connections, logger: logger) { [unowned self] status in
+            record(status)
+        }
+        workload = makeWorkload()
+        startedAt = clock.monotonicNow
+        coldStart()
+        scheduleSteadyLoad()
+        scheduleProgress(second: 1)
+        loop.schedule(after: options.duration) { [unowned self] in finish() }
+        loop.run()
+        return summary
+    }
+
+    // MARK: Workload
+
+    private func makeWorkload() -> [DemoCall] {
+        let p = "demo-project"
+        var calls: [DemoCall] = []
+        for i in 0..<options.vehicles {
+            let id = String(format: "vehicle-%04d", i)
+            calls.append(DemoCall(method: "POST", target: "/v1/providers/\(p)/vehicles/\(id):updateLocation",
+                                  body: #"{"location":{"latitude":-33.86,"longitude":151.2}}"#))
+        }
+        for i in 0..<options.trips {
+            calls.append(DemoCall(method: "GET", target: "/v1/providers/\(p)/trips/trip-\(i)", body: nil))
+        }
+        for i in 0..<options.tasks {
+            calls.append(DemoCall(method: "PATCH", target: "/v1/providers/\(p)/tasks/task-\(i)?updateMask=taskOutcome",
+                                  body: #"{"taskOutcome":"SUCCEEDED"}"#))
+            calls.append(DemoCall(method: "GET", target: "/v1/providers/\(p)/taskTrackingInfo/tracking-\(i)", body: nil))
+        }
+        calls.append(DemoCall(method: "POST", target: "/v1/providers/\(p)/vehicles:search", body: #"{"pickupPoint":{}}"#))
+        return calls
+    }
+
+    /// Every entity at once, three calls each: the cold start that singleflight is for.
+    private func coldStart() {
+        for call in workload {
+            for _ in 0..<3 { client.send(call) }
+        }
+    }
+
+    /// Each entity's calls spread over the interval, each repeating every interval.
+    private func scheduleSteadyLoad() {
+        for (i, call) in workload.enumerated() {
+            let offset = options.updateInterval * Double(i) / Double(workload.count)
+            repeatCall(call, after: options.updateInterval + offset)
+        }
+    }
+
+    private func repeatCall(_ call: DemoCall, after delay: Double) {
+        loop.schedule(after: delay) { [unowned self] in
+            guard !stopping else { return }
+            client.send(call)
+            repeatCall(call, after: options.updateInterval)
+        }
+    }
+
+    private func record(_ status: Int) {
+        summary.calls += 1
+        summary.statusCounts[status, default: 0] += 1
+        if (200..<300).contains(status) { summary.answeredOK += 1 } else { summary.failedCalls += 1 }
+        if stopping && client.inFlight == 0 { shutDown() }
+    }
+
+    private func scheduleProgress(second: Int) {
+        loop.schedule(after: Double(second) - (clock.monotonicNow - startedAt)) { [unowned self] in
+            guard !stopping else { return }
+            let cache = sidecar.cacheStatistics
+            let lookups = cache.hits + cache.misses
+            let hitRate = lookups == 0 ? 0 : 100 * Double(cache.hits) / Double(lookups)
+            output(String(format: "  t=%2ds  calls %6d  ok %6d  rejected by Fleet Engine %d  provider calls %4d  cache hit rate %5.1f%%",
+                          second, summary.calls, summary.answeredOK, fleetEngine.statistics.rejected,
+                          provider.totalFetches, hitRate))
+            scheduleProgress(second: second + 1)
+        }
+    }
+
+    private func finish() {
+        stopping = true
+        if client.inFlight == 0 { shutDown() }
+        // Calls still in flight get a moment; the sidecar's own drain bounds the rest.
+        loop.schedule(after: 5) { [unowned self] in shutDown() }
+    }
+
+    private var shutDownDone = false
+
+    private func shutDown() {
+        guard !shutDownDone else { return }
+        shutDownDone = true
+        let cache = sidecar.cacheStatistics
+        summary.cacheHits = cache.hits
+        summary.cacheMisses = cache.misses
+        summary.coalesced = cache.coalesced
+        summary.providerCalls = provider.totalFetches
+        summary.entities = provider.fetchesByEntity.count
+        summary.maxProviderCallsForOneEntity = provider.fetchesByEntity.values.max() ?? 0
+        summary.rejectedByFleetEngine = fleetEngine.statistics.rejected
+        summary.acceptedByFleetEngine = fleetEngine.statistics.accepted
+        client.close()
+        sidecar.drain(timeout: 1) { [unowned self] in
+            providerServer.close()
+            fleetEngineServer.close()
+            loop.stop()
+        }
+    }
+
+    /// The summary as a person reads it.
+    public static func describe(_ s: DemoSummary, options: DemoOptions) -> [String] {
+        let perEntity = s.entities == 0 ? 0 : Double(s.providerCalls) / Double(s.entities)
+        var lines = [
+            "",
+            "Summary",
+            String(format: "  calls through the sidecar            %8d", s.calls),
+            String(format: "  answered 2xx                         %8d", s.answeredOK),
+            String(format: "  failed                               %8d", s.failedCalls),
+            String(format: "  accepted by stand-in Fleet Engine    %8d", s.acceptedByFleetEngine),
+            String(format: "  rejected by stand-in Fleet Engine    %8d   (must be 0)", s.rejectedByFleetEngine),
+            String(format: "  token cache hit rate                 %8.1f%%", 100 * s.cacheHitRate),
+            String(format: "  token provider calls                 %8d   for %d entities: %.1f per entity, at most %d (tokens live %d s)",
+                   s.providerCalls, s.entities, perEntity, s.maxProviderCallsForOneEntity, Int(options.tokenLifetime)),
+            String(format: "  calls coalesced onto a fetch         %8d", s.coalesced),
+        ]
+        let others = s.statusCounts.filter { !(200..<300).contains($0.key) }.sorted { $0.key < $1.key }
+        if !others.isEmpty {
+            lines.append("  non-2xx statuses: " + others.map { "\($0.key)×\($0.value)" }.joined(separator: ", "))
+        }
+        lines.append("")
+        lines.append(s.rejectedByFleetEngine == 0 && s.failedCalls == 0 && s.calls > 0
+            ? "OK: every call carried a valid token for its own entity."
+            : "FAILED: some calls were rejected or failed.")
+        return lines
+    }
+}
+
+/// One call of the demo workload.
+struct DemoCall {
+    var method: String
+    var target: String
+    var body: String?
+}

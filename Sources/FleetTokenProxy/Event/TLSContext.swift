@@ -1,0 +1,116 @@
+import COpenSSL
+import CShims
+
+/// An OpenSSL `SSL_CTX` for one role: the client side (upstream, provider) verifying the peer
+/// against the system trust store or a given CA file, or the server side of a stand-in.
+public final class TLSContext {
+    let ctx: OpaquePointer
+    private let isClient: Bool
+
+    /// A client context: peer verification on, TLS 1.2 or later, optional ALPN list.
+    public static func client(caFile: String? = nil, alpn: [String] = []) throws(TLSError) -> TLSContext {
+        guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw TLSError.fromQueue("SSL_CTX_new") }
+        let context = TLSContext(ctx: ctx, isClient: true)
+        _ = fte_ssl_ctx_set_min_tls12(ctx)
+        fte_ssl_ctx_set_modes(ctx)
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
+        if let caFile {
+            guard SSL_CTX_load_verify_locations(ctx, caFile, nil) == 1 else {
+                throw TLSError.fromQueue("cannot load CA file \(caFile)")
+            }
+        } else {
+            guard SSL_CTX_set_default_verify_paths(ctx) == 1 else {
+                throw TLSError.fromQueue("cannot load the system trust store")
+            }
+        }
+        if !alpn.isEmpty { try context.setALPN(alpn) }
+        return context
+    }
+
+    /// A server context from PEM files (stand-ins and tests only).
+    public static func server(certificateFile: String, keyFile: String, alpn: [String] = []) throws(TLSError) -> TLSContext {
+        guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw TLSError.fromQueue("SSL_CTX_new") }
+        let context = TLSContext(ctx: ctx, isClient: false)
+        _ = fte_ssl_ctx_set_min_tls12(ctx)
+        fte_ssl_ctx_set_modes(ctx)
+        guard SSL_CTX_use_certificate_chain_file(ctx, certificateFile) == 1 else {
+            throw TLSError.fromQueue("cannot load certificate \(certificateFile)")
+        }
+        guard SSL_CTX_use_PrivateKey_file(ctx, keyFile, SSL_FILETYPE_PEM) == 1 else {
+            throw TLSError.fromQueue("cannot load key \(keyFile)")
+        }
+        return context
+    }
+
+    private init(ctx: OpaquePointer, isClient: Bool) {
+        self.ctx = ctx
+        self.isClient = isClient
+    }
+
+    deinit { SSL_CTX_free(ctx) }
+
+    private func setALPN(_ protocols: [String]) throws(TLSError) {
+        var wire: [UInt8] = []
+        for p in protocols { wire.append(UInt8(p.utf8.count)); wire.append(contentsOf: p.utf8) }
+        let rc = wire.withUnsafeBufferPointer { SSL_CTX_set_alpn_protos(ctx, $0.baseAddress, UInt32($0.count)) }
+        // Unusually, 0 is success here.
+        guard rc == 0 else { throw TLSError.fromQueue("cannot set ALPN") }
+    }
+
+    /// A new client `SSL` for one connection to `host`: SNI for names, and the certificate
+    /// checked against the name or IP address.
+    func makeClientSSL(host: String) throws(TLSError) -> OpaquePointer {
+        guard let ssl = SSL_new(ctx) else { throw TLSError.fromQueue("SSL_new") }
+        let isIPLiteral = host.contains(":") || host.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || $0 == 46 }
+        if isIPLiteral {
+            let param = SSL_get0_param(ssl)
+            guard X509_VERIFY_PARAM_set1_ip_asc(param, host) == 1 else {
+                SSL_free(ssl)
+                throw TLSError.fromQueue("bad IP address \(host)")
+            }
+        } else {
+            guard fte_ssl_set_sni(ssl, host) == 1, fte_ssl_set_verify_host(ssl, host) == 1 else {
+                SSL_free(ssl)
+                throw TLSError.fromQueue("cannot set host name \(host)")
+            }
+        }
+        return ssl
+    }
+
+    /// A new server `SSL` for one accepted connection.
+    func makeServerSSL() throws(TLSError) -> OpaquePointer {
+        guard let ssl = SSL_new(ctx) else { throw TLSError.fromQueue("SSL_new") }
+        return ssl
+    }
+}
+
+/// An OpenSSL failure, with OpenSSL's own text from its error queue.
+public struct TLSError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+
+    /// Drains OpenSSL's (thread-local) error queue into one line after `context`.
+    static func fromQueue(_ context: String) -> TLSError {
+        TLSError(description: context + OpenSSLErrors.drain())
+    }
+}
+
+enum OpenSSLErrors {
+    /// The queued OpenSSL errors as "; text; text", emptying the queue.
+    static func drain() -> String {
+        var text = ""
+        while true {
+            let code = ERR_get_error()
+            if code == 0 { break }
+            text += "; " + Self.text(code)
+        }
+        return text
+    }
+
+    /// OpenSSL's text for one error code.
+    static func text(_ code: UInt) -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        ERR_error_string_n(code, &buffer, buffer.count)
+        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}

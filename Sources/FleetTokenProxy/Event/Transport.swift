@@ -1,0 +1,116 @@
+import CEvent
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a connection object hears from its `Transport`.
+protocol TransportDelegate: AnyObject {
+    /// New bytes are in `transport.input`.
+    func transportReadable(_ transport: Transport)
+    /// `transport.output` drained to its low-water mark (zero unless set).
+    func transportWritable(_ transport: Transport)
+    /// A `BEV_EVENT_*` set: connected, EOF, error or timeout.
+    func transportEvent(_ transport: Transport, events: Int16)
+}
+
+/// One bufferevent (plain TCP, Unix or TLS), with its C callbacks as thin trampolines into the
+/// delegate. The owner calls `close()` exactly where it closes; that frees the bufferevent and
+/// with it the socket (and the SSL object), after which no callback can arrive.
+final class Transport {
+    private(set) var bev: OpaquePointer?
+    /// Unowned: the delegate owns this transport and outlives it while it is open.
+    unowned(unsafe) var delegate: TransportDelegate
+
+    init(bev: OpaquePointer, delegate: TransportDelegate) {
+        self.bev = bev
+        self.delegate = delegate
+        // Unretained context: the delegate keeps this object alive until close() frees `bev`.
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        bufferevent_setcb(bev, { _, arg in
+            let transport = Unmanaged<Transport>.fromOpaque(arg!).takeUnretainedValue()
+            transport.delegate.transportReadable(transport)
+        }, { _, arg in
+            let transport = Unmanaged<Transport>.fromOpaque(arg!).takeUnretainedValue()
+            transport.delegate.transportWritable(transport)
+        }, { _, events, arg in
+            let transport = Unmanaged<Transport>.fromOpaque(arg!).takeUnretainedValue()
+            transport.delegate.transportEvent(transport, events: events)
+        }, context)
+    }
+
+    deinit { close() }
+
+    var isOpen: Bool { bev != nil }
+
+    /// The input evbuffer (bytes read, not yet consumed).
+    var input: OpaquePointer { bufferevent_get_input(bev!) }
+    /// The output evbuffer (bytes queued for the socket).
+    var output: OpaquePointer { bufferevent_get_output(bev!) }
+
+    var inputLength: Int { bev.map { evbuffer_get_length(bufferevent_get_input($0)) } ?? 0 }
+    var outputLength: Int { bev.map { evbuffer_get_length(bufferevent_get_output($0)) } ?? 0 }
+
+    func enableReading() { if let bev { bufferevent_enable(bev, Int16(EV_READ)) } }
+    func disableReading() { if let bev { bufferevent_disable(bev, Int16(EV_READ)) } }
+    func enableWriting() { if let bev { bufferevent_enable(bev, Int16(EV_WRITE)) } }
+
+    /// The write callback fires when output falls to `low` bytes.
+    func setWriteLowWater(_ low: Int) { if let bev { bufferevent_setwatermark(bev, Int16(EV_WRITE), low, 0) } }
+
+    /// Read/write inactivity timeouts; nil turns one off.
+    func setTimeouts(read: Double?, write: Double?) {
+        guard let bev else { return }
+        var r = timeval(seconds: read ?? 0)
+        var w = timeval(seconds: write ?? 0)
+        withUnsafePointer(to: &r) { rp in
+            withUnsafePointer(to: &w) { wp in
+                _ = bufferevent_set_timeouts(bev, read == nil ? nil : rp, write == nil ? nil : wp)
+            }
+        }
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer) {
+        guard let bev, bytes.count > 0 else { return }
+        bufferevent_write(bev, bytes.baseAddress, bytes.count)
+    }
+
+    func write(_ bytes: [UInt8]) { bytes.withUnsafeBytes { write($0) } }
+
+    func write(_ text: String) {
+        var text = text
+        text.withUTF8 { write(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Moves up to `count` bytes from `source` to this transport's output without copying.
+    @discardableResult
+    func moveIn(from source: OpaquePointer, count: Int) -> Int {
+        guard bev != nil, count > 0 else { return 0 }
+        return Int(evbuffer_remove_buffer(source, output, count))
+    }
+
+    /// A short description of a `BEV_EVENT_*` set, with the TLS or socket error behind it.
+    func describe(events: Int32) -> String {
+        if events & BEV_EVENT_TIMEOUT != 0 { return "timed out" }
+        if events & BEV_EVENT_EOF != 0 { return "closed by peer" }
+        if events & BEV_EVENT_ERROR != 0 {
+            let socketError = errno
+            var tls = ""
+            if let bev {
+                while case let code = bufferevent_get_openssl_error(bev), code != 0 {
+                    tls += "; " + OpenSSLErrors.text(code)
+                }
+            }
+            tls += OpenSSLErrors.drain()
+            if !tls.isEmpty { return "TLS failure" + tls }
+            return String(cString: strerror(socketError))
+        }
+        return "event \(events)"
+    }
+
+    /// Frees the bufferevent (closing the socket). Idempotent.
+    func close() {
+        guard let bev else { return }
+        self.bev = nil
+        bufferevent_free(bev)
+    }
+}

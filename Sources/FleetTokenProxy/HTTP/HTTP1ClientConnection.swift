@@ -1,0 +1,258 @@
+import CEvent
+import Logging
+
+/// One keep-alive HTTP/1.1 connection to an origin (Fleet Engine or the token provider),
+/// owned by its `ConnectionPool`. The borrower writes a whole request into `output`, then calls
+/// `beginExchange`; the response arrives at the borrower's `ResponseSink`.
+final class HTTP1ClientConnection: TransportDelegate {
+    private enum State {
+        case connecting
+        case idle
+        case awaitingHead
+        case readingBody(BodyProgress)
+        case closed
+    }
+
+    private enum BodyProgress {
+        case remaining(Int)
+        case chunked(ChunkedBodyScanner)
+        case untilClose
+    }
+
+    private var transport: Transport!
+    private var state: State = .connecting
+    /// Unowned: the pool outlives every connection it dials (it closes them in its own close()).
+    private unowned let pool: ConnectionPool
+    private weak var sink: ResponseSink?
+    private var requestMethod = "GET"
+    private var headReceived = false
+    private var bytesReceived = false
+    private let limits: ClientLimits
+    /// True once one exchange completed on this connection: a failure before any answer on a
+    /// reused connection is the keep-alive race, and the request may be sent again.
+    private(set) var reused = false
+    /// Set by the borrower: false while the request is still being sent. A connection whose
+    /// request was cut short is never reused.
+    var requestComplete = true
+    let id: Int
+
+    init(bev: OpaquePointer, pool: ConnectionPool, limits: ClientLimits, id: Int) {
+        self.pool = pool
+        self.limits = limits
+        self.id = id
+        transport = Transport(bev: bev, delegate: self)
+    }
+
+    var bufferevent: OpaquePointer? { transport.bev }
+    var output: OpaquePointer { transport.output }
+    var outputLength: Int { transport.outputLength }
+    var isOpen: Bool { transport.isOpen }
+
+    /// Starts reading the answer to the request just written into `output`.
+    func beginExchange(method: String, sink: ResponseSink) {
+        requestMethod = method
+        self.sink = sink
+        headReceived = false
+        bytesReceived = false
+        state = .awaitingHead
+        transport.setWriteLowWater(0)
+        transport.setTimeouts(read: limits.responseTimeout, write: limits.responseTimeout)
+        transport.enableReading()
+        transport.enableWriting()
+        if transport.inputLength > 0 { transportReadable(transport) }
+    }
+
+    func pauseReading() { transport.disableReading() }
+    func resumeReading() {
+        transport.enableReading()
+        if transport.inputLength > 0 { transportReadable(transport) }
+    }
+
+    /// Moves `count` bytes from `source` into the request being sent.
+    func send(from source: OpaquePointer, count: Int) { transport.moveIn(from: source, count: count) }
+    func send(_ bytes: [UInt8]) { transport.write(bytes) }
+
+    // MARK: TransportDelegate
+
+    func transportReadable(_ transport: Transport) {
+        loop: while transport.isOpen {
+            let available = transport.inputLength
+            if available > 0 { bytesReceived = true }
+            switch state {
+            case .awaitingHead:
+                guard available > 0 else { return }
+                let window = min(available, limits.maxHeadBytes)
+                guard let base = evbuffer_pullup(transport.input, window) else { return }
+                let bytes = UnsafeRawBufferPointer(start: base, count: window)
+                switch HTTP1Parser.parseResponse(bytes, maxHeadBytes: limits.maxHeadBytes, maxHeaderCount: limits.maxHeaderCount) {
+                case .incomplete:
+                    return
+                case .invalid(let failure):
+                    fail(.upstreamUnavailable("malformed response from \(pool.origin): \(failure.message)"))
+                    return
+                case .complete(let head, let length):
+                    evbuffer_drain(transport.input, length)
+                    if head.status >= 100 && head.status < 200 && head.status != 101 {
+                        continue loop // an interim answer: the real one follows
+                    }
+                    headReceived = true
+                    let framing = head.framing(requestMethod: requestMethod)
+                    keepAliveAfter = head.keepAlive && framing != .untilClose
+                    switch framing {
+                    case .none: state = .readingBody(.remaining(0))
+                    case .contentLength(let n): state = .readingBody(.remaining(n))
+                    case .chunked: state = .readingBody(.chunked(ChunkedBodyScanner()))
+                    case .untilClose: state = .readingBody(.untilClose)
+                    }
+                    sink?.responseHead(head, from: self)
+                }
+            case .readingBody(var progress):
+                switch progress {
+                case .remaining(let n):
+                    let take = min(n, available)
+                    if take > 0 { deliver(take) }
+                    guard transport.isOpen else { return }
+                    if n - take == 0 { finish(); return }
+                    state = .readingBody(.remaining(n - take))
+                    return
+                case .chunked(var scanner):
+                    guard available > 0 else { return }
+                    let scanned = scanChunked(&scanner, available: available)
+                    switch scanned {
+                    case .failure(let failure):
+                        fail(.upstreamUnavailable("malformed chunked body from \(pool.origin): \(failure.message)"))
+                        return
+                    case .success(let (consumed, finished)):
+                        progress = .chunked(scanner)
+                        state = .readingBody(progress)
+                        if consumed > 0 { deliver(consumed) }
+                        guard transport.isOpen else { return }
+                        if finished { finish() }
+                        return
+                    }
+                case .untilClose:
+                    if available > 0 { deliver(available) }
+                    return
+                }
+            case .idle:
+                // An idle keep-alive connection must not talk; anything it sends is garbage.
+                if available > 0 { pool.discard(self, reason: "unexpected bytes on idle connection") }
+                return
+            case .connecting, .closed:
+                return
+            }
+        }
+    }
+
+    private var keepAliveAfter = true
+
+    func transportWritable(_ transport: Transport) {
+        if case .readingBody = state { sink?.connectionDrained(self) }
+        else if case .awaitingHead = state { sink?.connectionDrained(self) }
+    }
+
+    func transportEvent(_ transport: Transport, events: Int16) {
+        let e = Int32(events)
+        if e & BEV_EVENT_CONNECTED != 0 {
+            transport.setTimeouts(read: nil, write: nil)
+            pool.connected(self)
+            return
+        }
+        let why = transport.describe(events: e)
+        switch state {
+        case .connecting:
+            pool.dialFailed(self, reason: why)
+        case .idle:
+            pool.discard(self, reason: why)
+        case .readingBody(.untilClose) where e & BEV_EVENT_EOF != 0:
+            keepAliveAfter = false
+            finish()
+        case .awaitingHead, .readingBody:
+            if e & BEV_EVENT_TIMEOUT != 0 {
+                fail(.upstreamUnavailable("\(pool.origin) did not answer within \(Int(limits.responseTimeout)) s"))
+            } else {
+                fail(.upstreamUnavailable("connection to \(pool.origin) broke: \(why)"))
+            }
+        case .closed:
+            break
+        }
+    }
+
+    // MARK: Pool interface
+
+    func markIdle() {
+        state = .idle
+        sink = nil
+        transport.setTimeouts(read: limits.idleTimeout, write: nil)
+        transport.enableReading()
+    }
+
+    var isIdle: Bool { if case .idle = state { return true } else { return false } }
+
+    /// Frees the bufferevent. Called by the pool only (its one close path for connections).
+    func closeTransport() {
+        state = .closed
+        sink = nil
+        transport.close()
+    }
+
+    // MARK: Private
+
+    private func deliver(_ count: Int) {
+        guard let sink else { evbuffer_drain(transport.input, count); return }
+        sink.responseBody(transport.input, count: count, from: self)
+    }
+
+    private func finish() {
+        let sink = self.sink
+        reused = true
+        // Back to the pool first, so the sink's end handler may borrow a connection at once.
+        pool.release(self, reusable: keepAliveAfter && requestComplete && transport.inputLength == 0)
+        sink?.responseEnded(from: self)
+    }
+
+    private func fail(_ failure: ProxyFailure) {
+        let sink = self.sink
+        let retryable = reused && !bytesReceived
+        let head = headReceived
+        pool.discard(self, reason: failure.message)
+        sink?.responseFailed(failure, headReceived: head, retryable: retryable)
+    }
+
+    /// Runs the chunk scanner over the input's chains in place (no pull-up of large bodies).
+    private func scanChunked(_ scanner: inout ChunkedBodyScanner, available: Int) -> Result<(consumed: Int, finished: Bool), ProxyFailure> {
+        var total = 0
+        var finished = false
+        var failure: ProxyFailure?
+        forEachChain(of: transport.input) { piece in
+            switch scanner.scan(piece, onData: { _ in }) {
+            case .failure(let f):
+                failure = f
+                return false
+            case .success(let r):
+                total += r.consumed
+                finished = r.finished
+                return !r.finished && r.consumed == piece.count
+            }
+        }
+        if let failure { return .failure(failure) }
+        return .success((total, finished))
+    }
+}
+
+extension ResponseSink {
+    /// Default: the request side needs no write backpressure signal.
+    func connectionDrained(_ connection: HTTP1ClientConnection) {}
+}
+
+/// Limits for connections to an origin.
+struct ClientLimits {
+    var maxHeadBytes = 64 * 1024
+    var maxHeaderCount = 128
+    /// Time allowed for the answer to start and between any two reads of it.
+    var responseTimeout: Double = 60
+    /// An idle pooled connection is closed after this long (before the origin closes it).
+    var idleTimeout: Double = 45
+    var connectTimeout: Double = 10
+}
+

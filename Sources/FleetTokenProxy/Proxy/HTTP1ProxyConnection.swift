@@ -1,0 +1,475 @@
+import CEvent
+import Logging
+
+/// One client connection speaking HTTP/1.1 to the sidecar.
+///
+/// It reads a request head, works out the entity, waits for that entity's token, borrows an
+/// upstream connection, sends the rewritten head and relays the body, then relays the answer
+/// back unchanged. One call at a time; pipelined requests wait in the input buffer. Its owner
+/// is the `ProxyServer`; `close(reason:)` is its one way out.
+final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
+    private enum State {
+        case readingHead
+        case waitingForToken
+        case waitingForUpstream
+        case forwarding
+        /// A final answer is queued; close once it is written.
+        case closingAfterFlush
+        case closed
+    }
+
+    private enum RequestBody {
+        case remaining(Int)
+        case chunked(ChunkedBodyScanner)
+    }
+
+    /// The call in flight.
+    private struct Call {
+        var head: RequestHead
+        var key: EntityKey
+        var started: Double
+        var body: RequestBody
+        var requestDone: Bool
+        var responseDone = false
+        var responseHeadSent = false
+        var upstream: HTTP1ClientConnection?
+        /// The whole request as sent, kept for one resend when a reused upstream connection
+        /// turns out to be closed. Nil for bodies too large or not yet complete.
+        var replay: [UInt8]?
+        var attempts = 0
+        var keepAlive: Bool
+        var status = 0
+        var cacheOutcome = "miss"
+        var token: String?
+        /// A chunked answer to an HTTP/1.0 client is decoded, and the connection closed.
+        var dechunker: ChunkedBodyScanner?
+    }
+
+    private var transport: Transport!
+    private let core: ProxyCore
+    private unowned let server: ProxyServer
+    private var state: State = .readingHead
+    private var call: Call?
+    private var logger: Logger
+    let id: Int
+
+    init(fd: Int32, core: ProxyCore, server: ProxyServer, id: Int) {
+        self.core = core
+        self.server = server
+        self.id = id
+        var logger = core.logger
+        logger[metadataKey: "conn"] = "\(id)"
+        self.logger = logger
+        let bev = bufferevent_socket_new(core.loop.base, fd, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))!
+        transport = Transport(bev: bev, delegate: self)
+        transport.setTimeouts(read: core.limits.idleTimeout, write: core.limits.ioTimeout)
+        transport.enableReading()
+    }
+
+    /// The one close path: frees the socket, gives back a borrowed upstream connection that
+    /// can no longer be trusted, and tells the server. Idempotent.
+    func close(reason: String) {
+        guard state != .closed else { return }
+        state = .closed
+        if let upstream = call?.upstream, !(call?.responseDone ?? true) {
+            core.upstream.discard(upstream, reason: "client connection closed")
+        }
+        call = nil
+        logger.trace("connection closed", metadata: ["reason": "\(reason)"])
+        transport.close()
+        server.connectionClosed(self)
+    }
+
+    /// Stops taking new requests; an idle connection closes now, a busy one after its call.
+    func drain() {
+        if state == .readingHead && transport.inputLength == 0 { close(reason: "draining") }
+        draining = true
+    }
+
+    private var draining = false
+    var isIdle: Bool { state == .readingHead }
+
+    // MARK: TransportDelegate
+
+    func transportReadable(_ transport: Transport) {
+        switch state {
+        case .readingHead: readRequests()
+        case .forwarding: pumpRequestBody()
+        default: break
+        }
+    }
+
+    func transportWritable(_ transport: Transport) {
+        switch state {
+        case .closingAfterFlush:
+            if transport.outputLength == 0 { close(reason: "answered, not keep-alive") }
+        case .forwarding:
+            // The client caught up: resume the upstream answer.
+            if transport.outputLength < core.limits.bufferHighWater { call?.upstream?.resumeReading() }
+        default:
+            break
+        }
+    }
+
+    func transportEvent(_ transport: Transport, events: Int16) {
+        let e = Int32(events)
+        if state == .readingHead && e & BEV_EVENT_TIMEOUT != 0 && transport.inputLength == 0 {
+            close(reason: "idle")
+            return
+        }
+        close(reason: transport.describe(events: e))
+    }
+
+    // MARK: Reading requests
+
+    /// Parses and starts the next request, if a whole head is buffered.
+    private func readRequests() {
+        guard state == .readingHead, transport.isOpen else { return }
+        let available = transport.inputLength
+        guard available > 0 else { return }
+        let limits = core.limits
+        let window = min(available, limits.maxHeadBytes)
+        guard let base = evbuffer_pullup(transport.input, window) else { return }
+        let bytes = UnsafeRawBufferPointer(start: base, count: window)
+        switch HTTP1Parser.parseRequest(bytes, maxHeadBytes: limits.maxHeadBytes, maxHeaderCount: limits.maxHeaderCount) {
+        case .incomplete:
+            // Part of a head: the slow-client bound applies, not the idle one.
+            transport.setTimeouts(read: limits.ioTimeout, write: limits.ioTimeout)
+        case .invalid(let failure):
+            core.statistics.calls += 1
+            refuse(failure, close: true)
+        case .complete(let head, let length):
+            evbuffer_drain(transport.input, length)
+            start(head)
+        }
+    }
+
+    private func start(_ head: RequestHead) {
+        core.statistics.calls += 1
+        let body: RequestBody
+        switch head.framing {
+        case .contentLength(let n) where n > core.limits.maxRequestBodyBytes:
+            refuse(.requestTooLarge("request body of \(n) bytes is over the limit of \(core.limits.maxRequestBodyBytes)"), close: true)
+            return
+        case .contentLength(let n): body = .remaining(n)
+        case .chunked: body = .chunked(ChunkedBodyScanner())
+        case .none, .untilClose: body = .remaining(0)
+        }
+        let key: EntityKey
+        switch RESTRoute.classify(method: head.method, target: head.target) {
+        case .failure(let failure):
+            refuse(failure, close: !skipBody(body), head: head)
+            return
+        case .success(let k): key = k
+        }
+        var done = false
+        if case .remaining(0) = body { done = true }
+        call = Call(head: head, key: key, started: core.clock.monotonicNow, body: body, requestDone: done,
+                    keepAlive: head.keepAlive && !draining)
+        state = .waitingForToken
+        transport.disableReading()
+        transport.setTimeouts(read: core.limits.ioTimeout, write: core.limits.ioTimeout)
+        // A token handed over before token(for:) returns came from the cache without waiting.
+        var waited = false
+        core.cache.token(for: key) { [self] result in
+            guard state == .waitingForToken, call != nil else { return }
+            call!.cacheOutcome = waited ? "miss" : "hit"
+            switch result {
+            case .failure(let failure):
+                refuse(failure, close: !skipBody(call!.body))
+            case .success(let token):
+                call!.token = token
+                state = .waitingForUpstream
+                acquireUpstream()
+            }
+        }
+        waited = true
+    }
+
+    /// Drops a refused request's body when it is already buffered, so the connection can be
+    /// kept; false when the body is still arriving (then the connection must close).
+    private func skipBody(_ body: RequestBody) -> Bool {
+        switch body {
+        case .remaining(let n):
+            guard transport.inputLength >= n else { return false }
+            evbuffer_drain(transport.input, n)
+            return true
+        case .chunked:
+            return false
+        }
+    }
+
+    // MARK: Forwarding
+
+    private func acquireUpstream() {
+        core.upstream.acquire { [self] result in
+            guard state == .waitingForUpstream || state == .forwarding else {
+                if case .success(let c) = result { core.upstream.release(c, reusable: true) }
+                return
+            }
+            switch result {
+            case .failure(let failure):
+                refuse(failure, close: !skipBody(call!.body))
+            case .success(let upstream):
+                send(on: upstream)
+            }
+        }
+    }
+
+    private func send(on upstream: HTTP1ClientConnection) {
+        guard var call, let token = call.token else { return }
+        call.upstream = upstream
+        call.attempts += 1
+        state = .forwarding
+        if let replay = call.replay {
+            // A resend after the keep-alive race: the body is already in the copy.
+            upstream.requestComplete = true
+            upstream.send(replay)
+            self.call = call
+            upstream.beginExchange(method: call.head.method, sink: self)
+            return
+        }
+        if call.head.expectsContinue {
+            transport.write("HTTP/1.1 100 Continue\r\n\r\n")
+        }
+        let headBytes = upstreamHead(call.head, token: token)
+        // A small body that has fully arrived goes out with the head in one write, and a copy
+        // is kept so the request can be sent again if this connection was already dead.
+        if case .remaining(let n) = call.body, n <= 64 * 1024, transport.inputLength >= n {
+            var whole = headBytes
+            if n > 0 {
+                whole.append(contentsOf: repeatElement(0, count: n))
+                whole.withUnsafeMutableBytes { raw in
+                    _ = evbuffer_remove(transport.input, raw.baseAddress! + headBytes.count, n)
+                }
+            }
+            call.body = .remaining(0)
+            call.requestDone = true
+            call.replay = whole
+            upstream.requestComplete = true
+            upstream.send(whole)
+            self.call = call
+        } else {
+            upstream.requestComplete = false
+            upstream.send(headBytes)
+            self.call = call
+            pumpRequestBody()
+        }
+        core.statistics.forwarded += 1
+        upstream.beginExchange(method: call.head.method, sink: self)
+    }
+
+    /// Moves request body bytes from the client to the upstream, with backpressure.
+    private func pumpRequestBody() {
+        guard var call, let upstream = call.upstream, !call.requestDone else {
+            transport.disableReading()
+            return
+        }
+        let available = transport.inputLength
+        switch call.body {
+        case .remaining(let n):
+            let take = min(n, available)
+            if take > 0 { upstream.send(from: transport.input, count: take) }
+            call.body = .remaining(n - take)
+            call.requestDone = n - take == 0
+        case .chunked(var scanner):
+            var consumed = 0
+            var finished = false
+            var failure: ProxyFailure?
+            forEachChain(of: transport.input) { chunk in
+                switch scanner.scan(chunk, onData: { _ in }) {
+                case .failure(let f): failure = f; return false
+                case .success(let r):
+                    consumed += r.consumed
+                    finished = r.finished
+                    return !r.finished && r.consumed == chunk.count
+                }
+            }
+            if let failure {
+                // The upstream already has part of this request: nothing sane can follow.
+                logger.debug("bad chunked request body", metadata: ["error": "\(failure.message)"])
+                close(reason: "malformed chunked body")
+                return
+            }
+            if consumed > 0 { upstream.send(from: transport.input, count: consumed) }
+            call.body = .chunked(scanner)
+            call.requestDone = finished
+        }
+        self.call = call
+        if call.requestDone {
+            upstream.requestComplete = true
+            transport.disableReading()
+            maybeFinish()
+        } else if upstream.outputLength > core.limits.bufferHighWater {
+            transport.disableReading() // resumed in connectionDrained
+        } else {
+            transport.enableReading()
+        }
+    }
+
+    /// The request head as it goes upstream: hop-by-hop fields dropped, Host set for the
+    /// upstream, the client's Authorization replaced by the entity's token.
+    private func upstreamHead(_ head: RequestHead, token: String) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256 + head.target.utf8.count + token.utf8.count + head.headers.fields.count * 48)
+        out.append(contentsOf: head.method.utf8)
+        out.append(0x20)
+        out.append(contentsOf: head.target.utf8)
+        out.append(contentsOf: " HTTP/1.1\r\nHost: ".utf8)
+        out.append(contentsOf: core.upstreamOrigin.hostHeader.utf8)
+        out.append(contentsOf: "\r\n".utf8)
+        let listed = head.headers["connection"] == nil ? [] : HopByHop.connectionTokens(head.headers)
+        for field in head.headers where !HopByHop.dropFromRequest(field.name) {
+            if !listed.isEmpty && listed.contains(where: { $0.asciiCaseInsensitiveEquals(field.name) }) { continue }
+            out.append(contentsOf: field.name.utf8)
+            out.append(contentsOf: ": ".utf8)
+            out.append(contentsOf: field.value.utf8)
+            out.append(contentsOf: "\r\n".utf8)
+        }
+        out.append(contentsOf: "Authorization: Bearer ".utf8)
+        out.append(contentsOf: token.utf8)
+        out.append(contentsOf: "\r\n\r\n".utf8)
+        return out
+    }
+
+    // MARK: ResponseSink
+
+    func responseHead(_ head: ResponseHead, from connection: HTTP1ClientConnection) {
+        guard var call, state == .forwarding else { return }
+        call.status = head.status
+        let framing = head.framing(requestMethod: call.head.method)
+        let clientIsHTTP10 = call.head.minorVersion == 0
+        var closeAfter = !call.keepAlive || draining
+        if framing == .untilClose { closeAfter = true }
+        if framing == .chunked && clientIsHTTP10 {
+            call.dechunker = ChunkedBodyScanner()
+            closeAfter = true
+        }
+        call.keepAlive = !closeAfter
+        call.responseHeadSent = true
+        self.call = call
+        core.statistics.upstreamStatus[head.status, default: 0] += 1
+
+        var out = "HTTP/1.1 \(head.status) \(head.reason)\r\n"
+        if clientIsHTTP10 { out = "HTTP/1.0 \(head.status) \(head.reason)\r\n" }
+        let listed = head.headers["connection"] == nil ? [] : HopByHop.connectionTokens(head.headers)
+        for field in head.headers where !HopByHop.dropFromResponse(field.name) {
+            if !listed.isEmpty && listed.contains(where: { $0.asciiCaseInsensitiveEquals(field.name) }) { continue }
+            out += field.name + ": " + field.value + "\r\n"
+        }
+        if framing == .chunked && !clientIsHTTP10 { out += "Transfer-Encoding: chunked\r\n" }
+        if closeAfter {
+            out += "Connection: close\r\n"
+        } else if clientIsHTTP10 {
+            out += "Connection: keep-alive\r\n"
+        }
+        out += "\r\n"
+        transport.write(out)
+    }
+
+    func responseBody(_ buffer: OpaquePointer, count: Int, from connection: HTTP1ClientConnection) {
+        guard state == .forwarding, var call else { evbuffer_drain(buffer, count); return }
+        if var dechunker = call.dechunker {
+            var left = count
+            forEachChain(of: buffer, limit: count) { chunk in
+                _ = dechunker.scan(chunk, onData: { data in transport.write(data) })
+                left -= chunk.count
+                return left > 0
+            }
+            evbuffer_drain(buffer, count)
+            call.dechunker = dechunker
+            self.call = call
+        } else {
+            transport.moveIn(from: buffer, count: count)
+        }
+        if transport.outputLength > core.limits.bufferHighWater { connection.pauseReading() }
+    }
+
+    func responseEnded(from connection: HTTP1ClientConnection) {
+        guard state == .forwarding, call != nil else { return }
+        call!.responseDone = true
+        call!.upstream = nil
+        maybeFinish()
+    }
+
+    func responseFailed(_ failure: ProxyFailure, headReceived: Bool, retryable: Bool) {
+        guard state == .forwarding, var call else { return }
+        call.upstream = nil
+        if !headReceived, retryable, call.replay != nil, call.attempts < 2 {
+            core.statistics.upstreamRetries += 1
+            self.call = call
+            logger.debug("upstream connection was closed before answering; sending again")
+            state = .waitingForUpstream
+            acquireUpstream()
+            return
+        }
+        self.call = call
+        if headReceived {
+            // Part of the answer is already with the client: cutting the connection is the only
+            // honest signal left.
+            close(reason: "upstream broke mid-answer: \(failure.message)")
+            return
+        }
+        refuse(failure, close: !call.requestDone)
+    }
+
+    func connectionDrained(_ connection: HTTP1ClientConnection) {
+        guard state == .forwarding, let call, !call.requestDone else { return }
+        if connection.outputLength < core.limits.bufferHighWater { pumpRequestBody() }
+    }
+
+    // MARK: Ending calls
+
+    private func maybeFinish() {
+        guard let call, call.requestDone, call.responseDone else { return }
+        logAccess(call, status: call.status)
+        self.call = nil
+        if call.keepAlive && !draining {
+            state = .readingHead
+            transport.setTimeouts(read: core.limits.idleTimeout, write: core.limits.ioTimeout)
+            transport.enableReading()
+            // A pipelined request may already be waiting.
+            if transport.inputLength > 0 { core.loop.schedule(after: 0) { [weak self] in self?.readRequests() } }
+        } else {
+            finishAndClose()
+        }
+    }
+
+    /// Answers a call the sidecar refuses itself (SPEC §5) and either keeps the connection
+    /// for the next request or closes it once the answer is written.
+    private func refuse(_ failure: ProxyFailure, close: Bool, head: RequestHead? = nil) {
+        let keep = !close && (head?.keepAlive ?? call?.head.keepAlive ?? false) && !draining
+        core.statistics.refusedByStatus[failure.httpStatus, default: 0] += 1
+        transport.write(ErrorResponse.http1(failure, close: !keep))
+        let method = head?.method ?? call?.head.method ?? "-"
+        logger.debug("refused", metadata: [
+            "method": "\(method)", "status": "\(failure.httpStatus)",
+            "entity_type": "\(call?.key.type.rawValue ?? "-")", "reason": "\(failure.message)",
+        ])
+        if let upstream = call?.upstream { core.upstream.discard(upstream, reason: "call refused") }
+        call = nil
+        if keep {
+            state = .readingHead
+            transport.setTimeouts(read: core.limits.idleTimeout, write: core.limits.ioTimeout)
+            transport.enableReading()
+            if transport.inputLength > 0 { core.loop.schedule(after: 0) { [weak self] in self?.readRequests() } }
+        } else {
+            finishAndClose()
+        }
+    }
+
+    private func finishAndClose() {
+        state = .closingAfterFlush
+        transport.disableReading()
+        if transport.outputLength == 0 { close(reason: "answered, not keep-alive") }
+    }
+
+    private func logAccess(_ call: Call, status: Int) {
+        guard logger.logLevel <= .debug else { return }
+        let ms = (core.clock.monotonicNow - call.started) * 1000
+        logger.debug("call", metadata: [
+            "method": "\(call.head.method)", "entity_type": "\(call.key.type.rawValue)",
+            "status": "\(status)", "ms": "\(Int(ms))", "cache": "\(call.cacheOutcome)",
+        ])
+    }
+}

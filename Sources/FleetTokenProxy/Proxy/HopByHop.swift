@@ -1,0 +1,50 @@
+/// Header fields that describe one connection, not the message, and so are never relayed
+/// (RFC 9110 §7.6.1), plus the ones the sidecar sets itself.
+enum HopByHop {
+    /// True for fields dropped from a request before it goes upstream.
+    static func dropFromRequest(_ name: String) -> Bool {
+        switch name.utf8.count {
+        case 2: return name.asciiCaseInsensitiveEquals("te")
+        case 4: return name.asciiCaseInsensitiveEquals("host")
+        case 6: return name.asciiCaseInsensitiveEquals("expect")
+        case 7: return name.asciiCaseInsensitiveEquals("upgrade")
+        case 10: return name.asciiCaseInsensitiveEquals("connection") || name.asciiCaseInsensitiveEquals("keep-alive")
+        case 13: return name.asciiCaseInsensitiveEquals("authorization")
+        case 16: return name.asciiCaseInsensitiveEquals("proxy-connection")
+        case 19: return name.asciiCaseInsensitiveEquals("proxy-authorization")
+        default: return false
+        }
+    }
+
+    /// True for fields dropped from a response before it goes to the client.
+    static func dropFromResponse(_ name: String) -> Bool {
+        switch name.utf8.count {
+        case 7: return name.asciiCaseInsensitiveEquals("upgrade")
+        case 10: return name.asciiCaseInsensitiveEquals("connection") || name.asciiCaseInsensitiveEquals("keep-alive")
+        case 16: return name.asciiCaseInsensitiveEquals("proxy-connection")
+        case 17: return name.asciiCaseInsensitiveEquals("transfer-encoding")
+        default: return false
+        }
+    }
+
+    /// The extra field names a `Connection` header lists as hop-by-hop.
+    static func connectionTokens(_ headers: HTTPHeaders) -> [Substring] {
+        var tokens: [Substring] = []
+        for value in headers.values("connection") {
+            for part in value.split(separator: ",") {
+                let t = part.trimmingSpaces
+                if !t.isEmpty { tokens.append(t) }
+            }
+        }
+        return tokens
+    }
+}
+
+extension Substring {
+    var trimmingSpaces: Substring {
+        var s = self
+        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
+        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
+        return s
+    }
+}

@@ -1,0 +1,40 @@
+import Logging
+
+/// What every client connection of one loop shares: the token cache, the upstream pool and
+/// the counters the demo and the metrics read.
+final class ProxyCore {
+    let loop: EventLoop
+    let cache: TokenCache
+    let upstream: ConnectionPool
+    let upstreamOrigin: Origin
+    let limits: ServerLimits
+    let logger: Logger
+    let clock: TokenClock
+    var statistics = ProxyStatistics()
+
+    init(loop: EventLoop, cache: TokenCache, upstream: ConnectionPool, limits: ServerLimits, clock: TokenClock, logger: Logger) {
+        self.loop = loop
+        self.cache = cache
+        self.upstream = upstream
+        self.upstreamOrigin = upstream.origin
+        self.limits = limits
+        self.clock = clock
+        self.logger = logger
+    }
+}
+
+/// Counts of what the sidecar did with calls, for the demo summary and metrics.
+public struct ProxyStatistics: Sendable, Equatable {
+    /// Calls whose head was read.
+    public var calls = 0
+    /// Calls sent to Fleet Engine (a retry counts once).
+    public var forwarded = 0
+    /// Calls answered by the sidecar itself, by HTTP status.
+    public var refusedByStatus: [Int: Int] = [:]
+    /// Upstream answers relayed, by HTTP status.
+    public var upstreamStatus: [Int: Int] = [:]
+    /// Requests sent again after a reused upstream connection closed before answering.
+    public var upstreamRetries = 0
+    public var openConnections = 0
+    public var acceptedConnections = 0
+}

@@ -1,0 +1,91 @@
+import CEvent
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The client-facing side: listeners, and the connections it accepted, which it owns.
+final class ProxyServer {
+    private let core: ProxyCore
+    private var listeners: [Listener] = []
+    private var connections: [ObjectIdentifier: HTTP1ProxyConnection] = [:]
+    private var nextID = 0
+    private var paused = false
+    private var draining = false
+    /// Called once, when draining and the last connection has closed.
+    private var onDrained: (() -> Void)?
+
+    init(core: ProxyCore) {
+        self.core = core
+    }
+
+    /// Binds `address`; returns what was bound (with the real port for port 0).
+    @discardableResult
+    func listen(on address: ListenAddress, socketMode: UInt32? = nil) throws -> String {
+        let listener = try Listener(loop: core.loop, address: address, socketMode: socketMode) { [unowned self] fd in
+            accept(fd)
+        }
+        listeners.append(listener)
+        return listener.boundDescription
+    }
+
+    /// Serves on a socket that is already listening (systemd socket activation).
+    func adopt(fd: Int32, description: String) throws {
+        let listener = try Listener(loop: core.loop, adoptingFD: fd, description: description) { [unowned self] fd in
+            accept(fd)
+        }
+        listeners.append(listener)
+    }
+
+    var openConnections: Int { connections.count }
+
+    private func accept(_ fd: Int32) {
+        guard !draining else { Glibc.close(fd); return }
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        _ = evutil_make_socket_nonblocking(fd)
+        nextID += 1
+        let connection = HTTP1ProxyConnection(fd: fd, core: core, server: self, id: nextID)
+        connections[ObjectIdentifier(connection)] = connection
+        core.statistics.acceptedConnections += 1
+        core.statistics.openConnections = connections.count
+        if connections.count >= core.limits.maxConnections && !paused {
+            paused = true
+            listeners.forEach { $0.pause() }
+            core.logger.warning("connection limit reached; not accepting until one closes", metadata: ["limit": "\(core.limits.maxConnections)"])
+        }
+    }
+
+    func connectionClosed(_ connection: HTTP1ProxyConnection) {
+        connections.removeValue(forKey: ObjectIdentifier(connection))
+        core.statistics.openConnections = connections.count
+        if paused && connections.count < core.limits.maxConnections && !draining {
+            paused = false
+            listeners.forEach { $0.resume() }
+        }
+        if draining && connections.isEmpty, let done = onDrained {
+            onDrained = nil
+            done()
+        }
+    }
+
+    /// Stops accepting, closes idle connections, and calls `done` when the rest have finished.
+    func drain(_ done: @escaping () -> Void) {
+        draining = true
+        listeners.forEach { $0.close() }
+        listeners.removeAll()
+        onDrained = done
+        for c in Array(connections.values) { c.drain() }
+        if connections.isEmpty, let done = onDrained {
+            onDrained = nil
+            done()
+        }
+    }
+
+    /// Closes every connection at once (drain timeout over, or shutdown).
+    func closeAll() {
+        listeners.forEach { $0.close() }
+        listeners.removeAll()
+        for c in Array(connections.values) { c.close(reason: "shutting down") }
+    }
+}

@@ -1,0 +1,99 @@
+import Foundation
+import Logging
+
+/// The whole sidecar on one event loop: client listener, token cache, provider client and
+/// upstream pool, built from a `Configuration`.
+public final class Sidecar {
+    public let configuration: Configuration
+    private let loop: EventLoop
+    private let logger: Logger
+    private let core: ProxyCore
+    private let server: ProxyServer
+    private let provider: ProviderClient
+    private let cache: TokenCache
+
+    /// Builds every part; fails (for a clear start-up error) on an unreadable CA or header file.
+    public init(configuration: Configuration, loop: EventLoop, logger: Logger, clock: TokenClock = SystemClock()) throws {
+        self.configuration = configuration
+        self.loop = loop
+        self.logger = logger
+        let upstreamTLS: TLSContext? = configuration.upstream.scheme == .https
+            ? try TLSContext.client(caFile: configuration.upstreamCAFile) : nil
+        let providerTLS: TLSContext? = configuration.providerURL.scheme == .https
+            ? try TLSContext.client(caFile: configuration.providerCAFile) : nil
+        var headers = configuration.providerHeaders
+        if let file = configuration.providerHeaderFile {
+            headers += try Self.readHeaderFile(file)
+        }
+        provider = ProviderClient(
+            loop: loop, template: configuration.providerURL, tls: providerTLS, headers: headers,
+            tokenField: configuration.tokenField, expiryField: configuration.expiryField,
+            timeout: configuration.providerTimeout, concurrency: configuration.providerConcurrency,
+            clock: clock, logger: logger)
+        cache = TokenCache(
+            fetcher: provider, clock: clock,
+            timing: TokenTiming(refreshMargin: configuration.refreshMargin, minValidity: configuration.minTokenValidity),
+            maxEntities: configuration.maxEntities)
+        // Enough upstream connections for every call a loop can usefully keep in flight.
+        let upstream = ConnectionPool(loop: loop, origin: Origin(configuration.upstream), tls: upstreamTLS,
+                                      maxConnections: 256, logger: logger)
+        core = ProxyCore(loop: loop, cache: cache, upstream: upstream, limits: configuration.limits, clock: clock, logger: logger)
+        server = ProxyServer(core: core)
+    }
+
+    /// Binds the configured listener; returns the bound address (real port for port 0).
+    @discardableResult
+    public func start() throws -> String {
+        let bound = try server.listen(on: configuration.listen, socketMode: configuration.socketMode)
+        logger.notice("listening", metadata: [
+            "address": "\(bound)", "upstream": "\(configuration.upstream)", "provider": "\(configuration.providerURL)",
+        ])
+        return bound
+    }
+
+    /// Re-reads `--provider-header-file` (SIGHUP): the next provider request uses it; cached
+    /// tokens and connections are kept. A bad file keeps the old headers.
+    public func reloadProviderHeaders() {
+        guard let file = configuration.providerHeaderFile else { return }
+        do {
+            provider.headers = configuration.providerHeaders + (try Self.readHeaderFile(file))
+            logger.notice("provider headers reloaded", metadata: ["file": "\(file)", "count": "\(provider.headers.count)"])
+        } catch {
+            logger.error("provider header file not reloaded; keeping the previous headers", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Stops accepting, lets calls in flight finish for up to `timeout` seconds, then closes
+    /// what is left and calls `done`.
+    public func drain(timeout: Double, done: @escaping () -> Void) {
+        var finished = false
+        let finish = { [self] in
+            guard !finished else { return }
+            finished = true
+            server.closeAll()
+            provider.close()
+            core.upstream.close()
+            done()
+        }
+        let timer = loop.schedule(after: timeout) {
+            self.logger.warning("drain timeout reached; closing calls still in flight")
+            finish()
+        }
+        server.drain {
+            timer.cancel()
+            finish()
+        }
+    }
+
+    public var proxyStatistics: ProxyStatistics { core.statistics }
+    public var cacheStatistics: TokenCacheStatistics { cache.statistics }
+    public var cachedEntities: Int { cache.count }
+
+    static func readHeaderFile(_ path: String) throws -> [HeaderField] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigError("cannot read --provider-header-file \(path)")
+        }
+        let text = String(decoding: data, as: UTF8.self)
+        return try HeaderLine.parseFile(contents: text).map { HeaderField(name: $0.name, value: $0.value) }
+    }
+}

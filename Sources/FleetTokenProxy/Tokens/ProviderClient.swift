@@ -1,0 +1,177 @@
+import CEvent
+import Logging
+
+/// Fetches entity tokens from the operator's token provider (SPEC §4): `GET` on the URL
+/// template with the operator's static headers, over a pool of keep-alive connections whose
+/// size is the bound on fetches in flight.
+final class ProviderClient: TokenFetcher {
+    private let template: ProviderURLTemplate
+    private let pool: ConnectionPool
+    private let clock: TokenClock
+    private let loop: EventLoop
+    private let timeout: Double
+    private let tokenField: String?
+    private let expiryField: String?
+    private let logger: Logger
+    /// The operator's headers (a backend credential); replaced on reload.
+    var headers: [HeaderField]
+    /// Fetches under way; the client owns them until they finish.
+    private var inFlight: [ObjectIdentifier: ProviderExchange] = [:]
+
+    init(loop: EventLoop, template: ProviderURLTemplate, tls: TLSContext?, headers: [HeaderField],
+         tokenField: String?, expiryField: String?, timeout: Double, concurrency: Int, clock: TokenClock, logger: Logger) {
+        self.loop = loop
+        self.template = template
+        self.headers = headers
+        self.tokenField = tokenField
+        self.expiryField = expiryField
+        self.timeout = timeout
+        self.clock = clock
+        self.logger = logger
+        let origin = Origin(scheme: template.scheme, host: template.host, port: template.port, hostHeader: template.hostHeader)
+        var limits = ClientLimits()
+        limits.responseTimeout = timeout
+        limits.connectTimeout = timeout
+        pool = ConnectionPool(loop: loop, origin: origin, tls: tls, maxConnections: concurrency, limits: limits, logger: logger)
+    }
+
+    func fetch(_ key: EntityKey, completion: @escaping (Result<FetchedToken, ProxyFailure>) -> Void) {
+        let exchange = ProviderExchange(key: key, client: self, completion: completion)
+        inFlight[ObjectIdentifier(exchange)] = exchange
+        exchange.timer = loop.schedule(after: timeout) { [weak exchange] in
+            exchange?.timedOut()
+        }
+        pool.acquire { [weak exchange] result in
+            guard let exchange, !exchange.finished else {
+                // The fetch already timed out while waiting for a connection.
+                if case .success(let c) = result { self.pool.release(c, reusable: true) }
+                return
+            }
+            switch result {
+            case .failure(let failure):
+                exchange.finish(.failure(.providerUnavailable("token provider unreachable: \(failure.message)")))
+            case .success(let connection):
+                exchange.connection = connection
+                connection.send(self.requestBytes(for: key))
+                connection.requestComplete = true
+                connection.beginExchange(method: "GET", sink: exchange)
+            }
+        }
+    }
+
+    func close() { pool.close() }
+
+    fileprivate func finished(_ exchange: ProviderExchange) {
+        inFlight.removeValue(forKey: ObjectIdentifier(exchange))
+    }
+
+    fileprivate func discard(_ connection: HTTP1ClientConnection) {
+        pool.discard(connection, reason: "provider fetch abandoned")
+    }
+
+    private func requestBytes(for key: EntityKey) -> [UInt8] {
+        var head = "GET \(template.target(for: key)) HTTP/1.1\r\nHost: \(template.hostHeader)\r\n"
+        head += "Accept: application/json\r\nUser-Agent: fleet-token-proxy\r\n"
+        for h in headers { head += "\(h.name): \(h.value)\r\n" }
+        head += "\r\n"
+        return Array(head.utf8)
+    }
+
+    fileprivate func interpret(status: Int, body: [UInt8], key: EntityKey) -> Result<FetchedToken, ProxyFailure> {
+        switch status {
+        case 200..<300:
+            return ProviderAnswer.parse(body: body, tokenField: tokenField, expiryField: expiryField, wallNow: clock.wallNow)
+        case 400..<500:
+            return .failure(.providerRefused("token provider refused \(key.type.rawValue) \(quoted(key.id)) with HTTP \(status)"))
+        default:
+            return .failure(.providerUnavailable("token provider answered HTTP \(status) for \(key.type.rawValue) \(quoted(key.id))"))
+        }
+    }
+
+    fileprivate var timeoutSeconds: Double { timeout }
+}
+
+/// One provider fetch: collects the (bounded) answer and completes exactly once.
+private final class ProviderExchange: ResponseSink {
+    static let maxBody = 256 * 1024
+
+    let key: EntityKey
+    unowned let client: ProviderClient
+    private var completion: ((Result<FetchedToken, ProxyFailure>) -> Void)?
+    var timer: ScheduledWork?
+    var connection: HTTP1ClientConnection?
+    private var status = 0
+    private var body: [UInt8] = []
+    private var dechunker: ChunkedBodyScanner?
+    private var tooLarge = false
+    var finished: Bool { completion == nil }
+
+    init(key: EntityKey, client: ProviderClient, completion: @escaping (Result<FetchedToken, ProxyFailure>) -> Void) {
+        self.key = key
+        self.client = client
+        self.completion = completion
+    }
+
+    func finish(_ result: Result<FetchedToken, ProxyFailure>) {
+        guard let completion else { return }
+        self.completion = nil
+        timer?.cancel()
+        timer = nil
+        client.finished(self)
+        completion(result)
+    }
+
+    func timedOut() {
+        if let connection, connection.isOpen { client.discard(connection) }
+        connection = nil
+        finish(.failure(.providerUnavailable("token provider did not answer within \(Int(client.timeoutSeconds)) s")))
+    }
+
+    func responseHead(_ head: ResponseHead, from connection: HTTP1ClientConnection) {
+        status = head.status
+        if head.framing(requestMethod: "GET") == .chunked { dechunker = ChunkedBodyScanner() }
+    }
+
+    func responseBody(_ buffer: OpaquePointer, count: Int, from connection: HTTP1ClientConnection) {
+        if !tooLarge && body.count + count <= Self.maxBody {
+            forEachChain(of: buffer, limit: count) { piece in
+                if var d = dechunker {
+                    _ = d.scan(piece, onData: { body.append(contentsOf: $0) })
+                    dechunker = d
+                } else {
+                    body.append(contentsOf: piece)
+                }
+                return true
+            }
+        } else {
+            tooLarge = true
+        }
+        evbuffer_drain(buffer, count)
+    }
+
+    func responseEnded(from connection: HTTP1ClientConnection) {
+        self.connection = nil
+        if tooLarge {
+            finish(.failure(.providerAnswerUnusable("token provider answer is larger than \(Self.maxBody) bytes")))
+        } else {
+            finish(client.interpret(status: status, body: body, key: key))
+        }
+    }
+
+    func responseFailed(_ failure: ProxyFailure, headReceived: Bool, retryable: Bool) {
+        connection = nil
+        if retryable && !finished {
+            // The keep-alive race on a reused connection: the provider never saw the request.
+            client.fetch(key) { [self] result in finish(result) }
+            return
+        }
+        finish(.failure(.providerUnavailable("token provider connection failed: \(failure.message)")))
+    }
+
+    func connectionDrained(_ connection: HTTP1ClientConnection) {}
+}
+
+/// An id for an error message: quoted, and cut short so a huge id cannot flood a log.
+func quoted(_ id: String) -> String {
+    id.count > 64 ? "\"\(id.prefix(64))…\"" : "\"\(id)\""
+}

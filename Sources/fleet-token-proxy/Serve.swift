@@ -1,0 +1,133 @@
+import ArgumentParser
+import FleetTokenProxy
+import Foundation
+import Logging
+
+/// `fleet-token-proxy serve`: the sidecar itself (SPEC §6).
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the sidecar.")
+
+    @Option(help: "Listen address: host:port, [v6]:port or unix:/path.")
+    var listen = "127.0.0.1:4180"
+    @Flag(help: "Allow listening on an address that is not loopback.")
+    var allowNonLoopback = false
+    @Option(help: "Fleet Engine base URL.")
+    var upstream = "https://fleetengine.googleapis.com"
+    @Option(help: "Trust this CA (PEM) for the upstream instead of the system trust store.")
+    var upstreamCaFile: String?
+    @Option(help: "Token provider URL template with {type}, {id} and {provider}.")
+    var providerUrl: String?
+    @Option(help: "'Name: value' header sent to the token provider (repeatable).")
+    var providerHeader: [String] = []
+    @Option(help: "File with one 'Name: value' header a line, re-read on SIGHUP.")
+    var providerHeaderFile: String?
+    @Option(help: "Trust this CA (PEM) for the token provider.")
+    var providerCaFile: String?
+    @Option(help: "JSON field holding the token (default: token, jwt, access_token).")
+    var tokenField: String?
+    @Option(help: "JSON field holding the expiry (default: expirationTimestamp, expiration, expires_at, expiresInSeconds, expires_in, TOKEN_EXPIRATION).")
+    var expiryField: String?
+    @Option(help: "Seconds before expiry when a token is due for refresh.")
+    var refreshMargin: Double = 300
+    @Option(help: "Never attach a token with fewer seconds of validity left.")
+    var minTokenValidity: Double = 60
+    @Option(help: "Most entities kept in the token cache (least recently used leave first).")
+    var maxEntities = 100_000
+    @Option(help: "Most token provider fetches in flight at once.")
+    var providerConcurrency = 32
+    @Option(help: "Seconds allowed for one token provider fetch.")
+    var providerTimeout: Double = 10
+    @Flag(help: "Refresh tokens only when a call needs one (no timers).")
+    var lazyRefresh = false
+    @Option(help: "Admin listener for /healthz, /readyz and /metrics (off unless given).")
+    var adminListen: String?
+    @Option(help: "Permissions (octal) of a unix:/path listener.")
+    var socketMode: String?
+    @Option(help: "On SIGTERM, seconds given to calls in flight.")
+    var drainTimeout: Double = 10
+    @Option(help: "trace|debug|info|notice|warning|error|critical")
+    var logLevel = "info"
+
+    /// Checks and assembles the configuration; every problem is a `ConfigError` line.
+    func makeConfiguration() throws -> Configuration {
+        guard let providerUrl else {
+            throw ConfigError("--provider-url is required (or FLEET_TOKEN_PROXY_PROVIDER_URL)")
+        }
+        var config = Configuration(upstream: try UpstreamURL.parse(upstream), providerURL: try ProviderURLTemplate.parse(providerUrl))
+        config.listen = try ListenAddress.parse(listen)
+        config.allowNonLoopback = allowNonLoopback
+        config.upstreamCAFile = try readableFile(upstreamCaFile, flag: "--upstream-ca-file")
+        config.providerCAFile = try readableFile(providerCaFile, flag: "--provider-ca-file")
+        config.providerHeaderFile = try readableFile(providerHeaderFile, flag: "--provider-header-file")
+        for line in providerHeader {
+            do {
+                let h = try HeaderLine.parse(line)
+                config.providerHeaders.append(HeaderField(name: h.name, value: h.value))
+            } catch {
+                throw ConfigError("--provider-header: \(error.message)")
+            }
+        }
+        config.tokenField = tokenField
+        config.expiryField = expiryField
+        config.refreshMargin = refreshMargin
+        config.minTokenValidity = minTokenValidity
+        config.maxEntities = maxEntities
+        config.providerConcurrency = providerConcurrency
+        config.providerTimeout = providerTimeout
+        config.lazyRefresh = lazyRefresh
+        config.adminListen = try adminListen.map { try ListenAddress.parse($0) }
+        if let socketMode {
+            guard let mode = UInt32(socketMode, radix: 8), mode <= 0o777 else {
+                throw ConfigError("--socket-mode must be octal permissions such as 0660, not \(socketMode.prefix(16))")
+            }
+            config.socketMode = mode
+        }
+        config.drainTimeout = drainTimeout
+        guard let level = Logger.Level(rawValue: logLevel.lowercased()) else {
+            throw ConfigError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+        config.logLevel = level
+        try config.validate()
+        return config
+    }
+
+    func execute() throws -> Int32 {
+        let config = try makeConfiguration()
+        let logger = LogSetup.makeLogger(level: config.logLevel)
+        let loop: EventLoop
+        let sidecar: Sidecar
+        do {
+            loop = try EventLoop()
+            sidecar = try Sidecar(configuration: config, loop: loop, logger: logger)
+            try sidecar.start()
+        } catch let error as ConfigError {
+            throw error
+        } catch {
+            throw StartupError(message: "\(error)")
+        }
+        var draining = false
+        let stop = {
+            guard !draining else { return }
+            draining = true
+            logger.notice("draining", metadata: ["timeout_s": "\(config.drainTimeout)"])
+            sidecar.drain(timeout: config.drainTimeout) {
+                logger.notice("stopped")
+                loop.stop()
+            }
+        }
+        loop.onSignal(SIGTERM, stop)
+        loop.onSignal(SIGINT, stop)
+        loop.onSignal(SIGHUP) { sidecar.reloadProviderHeaders() }
+        loop.run()
+        return 0
+    }
+}
+
+/// A path that must be readable at start-up (SPEC §6: an unreadable file stops start-up).
+func readableFile(_ path: String?, flag: String) throws -> String? {
+    guard let path else { return nil }
+    guard FileManager.default.isReadableFile(atPath: path) else {
+        throw ConfigError("\(flag) \(path) cannot be read")
+    }
+    return path
+}

@@ -1,0 +1,72 @@
+import Foundation
+import XCTest
+
+/// SPEC §6: a bad flag, an unreadable file or a non-loopback listener stops start-up with one
+/// clear line on stderr and exit status 2; every flag also reads from the environment.
+final class StartupTests: XCTestCase {
+    func serve(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, stderr: String) {
+        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("FLEET_TOKEN_PROXY_") }
+        env.merge(environment) { $1 }
+        let result = try runCommand(SidecarProcess.binary.path, ["serve"] + arguments, environment: env)
+        return (result.status, result.stderr)
+    }
+
+    let provider = ["--provider-url", "http://127.0.0.1:9/token/{type}/{id}"]
+
+    func assertRefused(_ arguments: [String], mentions word: String, environment: [String: String] = [:],
+                       file: StaticString = #filePath, line: UInt = #line) throws {
+        let result = try serve(arguments, environment: environment)
+        XCTAssertEqual(result.status, 2, result.stderr, file: file, line: line)
+        let lines = result.stderr.split(separator: "\n")
+        XCTAssertEqual(lines.count, 1, "one line: \(result.stderr)", file: file, line: line)
+        XCTAssertTrue(result.stderr.contains(word), "\(word) in \(result.stderr)", file: file, line: line)
+    }
+
+    func testNonLoopbackListenerIsRefusedWithoutOptIn() throws {
+        try assertRefused(["--listen", "0.0.0.0:4180"] + provider, mentions: "--allow-non-loopback")
+    }
+
+    func testMissingProviderURLIsRefused() throws {
+        try assertRefused([], mentions: "--provider-url")
+    }
+
+    func testUnknownFlagIsRefused() throws {
+        try assertRefused(provider + ["--no-such-flag"], mentions: "no-such-flag")
+    }
+
+    func testBadNumberIsRefused() throws {
+        try assertRefused(provider + ["--refresh-margin", "soon"], mentions: "refresh-margin")
+    }
+
+    func testUnreadableCAFileIsRefused() throws {
+        try assertRefused(provider + ["--upstream-ca-file", "/nonexistent/ca.pem"], mentions: "/nonexistent/ca.pem")
+    }
+
+    func testUnknownPlaceholderInProviderURLIsRefused() throws {
+        try assertRefused(["--provider-url", "http://127.0.0.1:9/token/{vehicle}"], mentions: "{vehicle}")
+    }
+
+    func testBadHeaderIsRefusedWithoutEchoingItsValue() throws {
+        let result = try serve(provider + ["--provider-header", "No colon secret-value-123"])
+        XCTAssertEqual(result.status, 2)
+        XCTAssertFalse(result.stderr.contains("secret-value-123"), result.stderr)
+    }
+
+    func testEnvironmentVariablesConfigureServe() throws {
+        let standIns = try StandInHost()
+        defer { standIns.stop() }
+        let sidecar = try SidecarProcess([], environment: [
+            "FLEET_TOKEN_PROXY_PROVIDER_URL": standIns.providerTemplate,
+            "FLEET_TOKEN_PROXY_UPSTREAM": "http://\(standIns.fleetEngineAddress)",
+            "FLEET_TOKEN_PROXY_LISTEN": "127.0.0.1:0",
+            "FLEET_TOKEN_PROXY_PROVIDER_HEADER": "X-A: 1\nX-B: 2",
+        ])
+        defer { sidecar.stop() }
+        let result = try curl(["-o", "/dev/null", "-w", "%{http_code}", sidecar.baseURL + "/v1/providers/p/trips/t1"])
+        XCTAssertEqual(result.stdout, "200")
+    }
+
+    func testEnvironmentNonLoopbackListenerIsRefusedToo() throws {
+        try assertRefused(provider, mentions: "--allow-non-loopback", environment: ["FLEET_TOKEN_PROXY_LISTEN": "0.0.0.0:4180"])
+    }
+}

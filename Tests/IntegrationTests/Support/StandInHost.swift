@@ -1,0 +1,85 @@
+import Dispatch
+import FleetTokenProxy
+import Foundation
+
+/// The loopback stand-ins (token provider, Fleet Engine) on their own event loop thread inside
+/// the test process, so a test can change their behaviour and read their counts.
+///
+/// `@unchecked Sendable`: the stand-in objects are touched only on the loop thread; the test
+/// thread reaches them through `sync`, which runs a closure there and waits for it.
+final class StandInHost: @unchecked Sendable {
+    let loop: EventLoop
+    let keyPair: RSAKeyPair
+    private(set) var provider: StandInProvider!
+    private(set) var fleetEngine: StandInFleetEngine!
+    private var servers: [BufferedHTTPServer] = []
+    private(set) var providerAddress = ""
+    private(set) var fleetEngineAddress = ""
+    private var thread: Thread?
+    private let stopped = DispatchSemaphore(value: 0)
+    /// Every Authorization value the stand-in Fleet Engine saw (for the no-token-in-logs check).
+    private(set) var seenAuthorizations: [String] = []
+    /// Every request the stand-in Fleet Engine saw.
+    private(set) var seenRequests: [HTTPRequest] = []
+
+    /// Starts both stand-ins on ephemeral loopback ports; `tls` serves Fleet Engine over TLS.
+    init(fleetEngineTLS tls: (cert: String, key: String)? = nil) throws {
+        loop = try EventLoop()
+        keyPair = try RSAKeyPair.generate()
+        let clock = SystemClock()
+        provider = StandInProvider(keyPair: keyPair, scheduler: loop, wallClock: { clock.wallNow })
+        fleetEngine = StandInFleetEngine(publicKey: keyPair.publicKey, keyID: keyPair.keyID,
+                                         classify: RESTRoute.classify, wallClock: { clock.wallNow })
+        fleetEngine.requestObserver = { [unowned self] request in
+            seenRequests.append(request)
+            if let auth = request.headers["authorization"] { seenAuthorizations.append(auth) }
+        }
+        let providerServer = BufferedHTTPServer(loop: loop, handler: provider.handler)
+        providerAddress = try providerServer.listen(on: .inet(host: "127.0.0.1", port: 0))
+        let tlsContext = try tls.map { try TLSContext.server(certificateFile: $0.cert, keyFile: $0.key) }
+        let feServer = BufferedHTTPServer(loop: loop, tls: tlsContext, handler: fleetEngine.handler)
+        fleetEngineAddress = try feServer.listen(on: .inet(host: "127.0.0.1", port: 0))
+        servers = [providerServer, feServer]
+        let loop = self.loop
+        let stopped = self.stopped
+        let thread = Thread {
+            loop.run()
+            stopped.signal()
+        }
+        self.thread = thread
+        thread.start()
+    }
+
+    var providerTemplate: String { "http://\(providerAddress)/token/{provider}/{type}/{id}" }
+
+    /// Runs `body` on the loop thread and returns its result.
+    func sync<T>(_ body: @escaping () -> T) -> T {
+        let done = DispatchSemaphore(value: 0)
+        let box = ResultBox<T>()
+        let work = UncheckedBox(body)
+        loop.execute { [box] in
+            box.value = work.value()
+            done.signal()
+        }
+        done.wait()
+        return box.value!
+    }
+
+    func stop() {
+        sync { self.servers.forEach { $0.close() } }
+        loop.stop()
+        stopped.wait()
+    }
+}
+
+/// Carries a value from the loop thread to the waiting test thread.
+/// `@unchecked Sendable`: written once before a semaphore signal, read after the wait.
+final class ResultBox<T>: @unchecked Sendable {
+    var value: T?
+}
+
+/// Hands a loop-thread closure across threads; it only ever runs on the loop thread.
+struct UncheckedBox<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}
