@@ -84,7 +84,7 @@ final class ExpiryValueTests: XCTestCase {
     }
 
     func testRFC3339AgreesWithTheCLibraryOverFiveCenturies() {
-        // Every 7919th day (a prime, so every month and weekday is hit) from 1800 to 2400.
+        // Every 13th day from 1800 to 2400: every month of every year, the century years too.
         var seconds = -5_364_662_400  // 1800-01-01
         while seconds < 13_569_465_600 {  // 2400-01-01
             var t = time_t(seconds + 45_296)  // 12:34:56
@@ -96,7 +96,7 @@ final class ExpiryValueTests: XCTestCase {
                 Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec)
             )
             XCTAssertEqual(RFC3339.epochSeconds(text), Double(seconds + 45_296), text)
-            seconds += 7919 * 86_400
+            seconds += 13 * 86_400
         }
     }
 

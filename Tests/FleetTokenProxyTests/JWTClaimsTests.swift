@@ -78,6 +78,13 @@ final class JWTClaimsTests: XCTestCase {
         XCTAssertNil(JWTClaims.decode(standard))
     }
 
+    func testSignatureOutsideTheBase64URLAlphabetIsNotAJWT() {
+        let parts = makeJWT(payload: #"{"exp":1}"#).split(separator: ".").map(String.init)
+        XCTAssertNotNil(JWTClaims.decode([parts[0], parts[1], "c2ln"].joined(separator: ".")))
+        XCTAssertNil(JWTClaims.decode([parts[0], parts[1], "c2l+"].joined(separator: ".")))
+        XCTAssertNil(JWTClaims.decode([parts[0], parts[1], "sig sig"].joined(separator: ".")))
+    }
+
     func testPayloadThatIsNotAJSONObjectIsNotAJWT() {
         XCTAssertNil(JWTClaims.decode(makeJWT(payload: "[1,2]")))
         XCTAssertNil(JWTClaims.decode(makeJWT(payload: "not json")))
