@@ -1,0 +1,163 @@
+import Foundation
+
+/// A JSON value kept as data, so claims can be inspected after the parser's `Any` is gone.
+public enum JSONish: Sendable, Equatable {
+    case string(String)
+    case number(Double)
+    case bool(Bool)
+    case null
+    case array([JSONish])
+    case object([String: JSONish])
+
+    /// Converts what `JSONSerialization` returns; nil for anything that is not JSON.
+    public init?(_ value: Any) {
+        switch value {
+        case let string as String:
+            self = .string(string)
+        case let number as NSNumber:
+            // Booleans come back as NSNumber too; only their class tells them apart.
+            if type(of: number) == type(of: NSNumber(value: true)) {
+                self = .bool(number.boolValue)
+            } else {
+                self = .number(number.doubleValue)
+            }
+        case is NSNull:
+            self = .null
+        case let array as [Any]:
+            var elements: [JSONish] = []
+            elements.reserveCapacity(array.count)
+            for element in array {
+                guard let converted = JSONish(element) else { return nil }
+                elements.append(converted)
+            }
+            self = .array(elements)
+        case let object as [String: Any]:
+            var members: [String: JSONish] = [:]
+            for (name, member) in object {
+                guard let converted = JSONish(member) else { return nil }
+                members[name] = converted
+            }
+            self = .object(members)
+        default:
+            return nil
+        }
+    }
+}
+
+/// The claims of a compact JWT that the sidecar reads, decoded but NOT verified: the provider
+/// is trusted, and Fleet Engine verifies the signature. Used to bound a token's expiry by
+/// `exp`, to learn its lifetime from `iat`, and to check which entities it names.
+public struct JWTClaims: Sendable, Equatable {
+    /// `exp` in epoch seconds.
+    public var exp: Double?
+    /// `iat` in epoch seconds.
+    public var iat: Double?
+    /// `aud` as a list, whether the token carries one string or an array.
+    public var aud: [String]
+    /// The Fleet Engine `authorization` claim as sent (`vehicleid`, `tripid`,
+    /// `deliveryvehicleid`, `taskid`, `taskids`, `trackingid`); empty when absent.
+    public var authorization: [String: JSONish]
+
+    public init(exp: Double? = nil, iat: Double? = nil, aud: [String] = [], authorization: [String: JSONish] = [:]) {
+        self.exp = exp
+        self.iat = iat
+        self.aud = aud
+        self.authorization = authorization
+    }
+
+    /// The entity ids an `authorization` member names: one string, or an array of strings
+    /// (`taskids`). Empty when the member is absent or of another shape.
+    public func authorizedIDs(_ member: String) -> [String] {
+        switch authorization[member] {
+        case .string(let id):
+            return [id]
+        case .array(let elements):
+            return elements.compactMap { element in
+                if case .string(let id) = element { return id }
+                return nil
+            }
+        default:
+            return []
+        }
+    }
+
+    /// Decodes `header.payload.signature`. Nil when the token is not three base64url parts
+    /// whose header and payload are JSON objects: then it is an opaque token.
+    public static func decode(_ token: String) -> JWTClaims? {
+        let parts = token.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count == 3,
+              Base64URL.isValid(parts[2]),
+              let headerBytes = Base64URL.decode(parts[0]),
+              jsonObject(headerBytes) != nil,
+              let payloadBytes = Base64URL.decode(parts[1]),
+              let payload = jsonObject(payloadBytes)
+        else { return nil }
+
+        var claims = JWTClaims()
+        claims.exp = numericDate(payload["exp"])
+        claims.iat = numericDate(payload["iat"])
+        switch payload["aud"] {
+        case .string(let audience):
+            claims.aud = [audience]
+        case .array(let audiences):
+            claims.aud = audiences.compactMap { if case .string(let a) = $0 { return a } else { return nil } }
+        default:
+            break
+        }
+        if case .object(let authorization) = payload["authorization"] {
+            claims.authorization = authorization
+        }
+        return claims
+    }
+
+    private static func jsonObject(_ bytes: [UInt8]) -> [String: JSONish]? {
+        guard let parsed = try? JSONSerialization.jsonObject(with: Data(bytes)),
+              case .object(let members)? = JSONish(parsed)
+        else { return nil }
+        return members
+    }
+
+    /// RFC 7519 NumericDate: a JSON number of seconds. Anything else is treated as absent.
+    private static func numericDate(_ value: JSONish?) -> Double? {
+        guard case .number(let seconds)? = value, seconds.isFinite else { return nil }
+        return seconds
+    }
+}
+
+/// RFC 4648 §5 base64url without padding, as JWTs use it.
+enum Base64URL {
+    /// The 6-bit value of a base64url character, or nil.
+    private static func sextet(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"): return c - UInt8(ascii: "A")
+        case UInt8(ascii: "a")...UInt8(ascii: "z"): return c - UInt8(ascii: "a") + 26
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0") + 52
+        case UInt8(ascii: "-"): return 62
+        case UInt8(ascii: "_"): return 63
+        default: return nil
+        }
+    }
+
+    static func isValid<C: Collection>(_ text: C) -> Bool where C.Element == UInt8 {
+        text.count % 4 != 1 && text.allSatisfy { sextet($0) != nil }
+    }
+
+    /// Nil for an empty part, a character outside the alphabet, or an impossible length.
+    static func decode<C: Collection>(_ text: C) -> [UInt8]? where C.Element == UInt8 {
+        guard !text.isEmpty, text.count % 4 != 1 else { return nil }
+        var output: [UInt8] = []
+        output.reserveCapacity(text.count * 3 / 4)
+        var buffer: UInt32 = 0
+        var bits = 0
+        for c in text {
+            guard let value = sextet(c) else { return nil }
+            buffer = (buffer << 6) | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                output.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits)))
+            }
+        }
+        return output
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+
+/// Reads the token provider's JSON answer (SPEC §4) into a token and the expiry the sidecar
+/// will hold it to. Every refusal names the field or the problem, never the token or the
+/// body, because the message may reach a log line or a client.
+public enum ProviderAnswer {
+    /// Tried in order when no token field is configured.
+    public static let defaultTokenFields = ["token", "jwt", "access_token"]
+    /// Tried in order when no expiry field is configured.
+    public static let defaultExpiryFields = [
+        "expirationTimestamp", "expiration", "expires_at", "expiresInSeconds", "expires_in", "TOKEN_EXPIRATION",
+    ]
+
+    public static func parse(
+        body: [UInt8],
+        tokenField: String?,
+        expiryField: String?,
+        wallNow: Double
+    ) -> Result<FetchedToken, ProxyFailure> {
+        guard let parsed = try? JSONSerialization.jsonObject(with: Data(body)) else {
+            return unusable("provider answer is not JSON")
+        }
+        guard let object = parsed as? [String: Any] else {
+            return unusable("provider answer is not a JSON object")
+        }
+
+        let tokenCandidates = tokenField.map { [$0] } ?? defaultTokenFields
+        guard let (tokenName, tokenValue) = firstPresent(tokenCandidates, in: object) else {
+            return unusable("provider answer has no token field (looked for \(quoted(tokenCandidates)))")
+        }
+        guard let token = tokenValue as? String else {
+            return unusable("provider answer field \"\(tokenName)\" is not a string")
+        }
+        guard !token.isEmpty else {
+            return unusable("provider answer field \"\(tokenName)\" is empty")
+        }
+        // Visible ASCII only: anything else, CR and LF above all, would let the provider
+        // inject header lines into the call forwarded to Fleet Engine.
+        guard token.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
+            return unusable("provider answer field \"\(tokenName)\" has characters not allowed in an Authorization header")
+        }
+
+        let claims = JWTClaims.decode(token)
+        var expiry: Double? = claims?.exp
+
+        let expiryCandidates = expiryField.map { [$0] } ?? defaultExpiryFields
+        if let (expiryName, expiryValue) = firstPresent(expiryCandidates, in: object) {
+            // An unreadable expiry is refused rather than skipped: the operator's provider
+            // and the sidecar disagree about the format, and guessing could cache too long.
+            guard let fieldExpiry = ExpiryValue.absoluteExpiry(from: expiryValue, wallNow: wallNow) else {
+                return unusable("provider answer field \"\(expiryName)\" is not an expiry (a number or an RFC 3339 time)")
+            }
+            expiry = min(expiry ?? fieldExpiry, fieldExpiry)
+        }
+
+        guard let expiresAt = expiry else {
+            return unusable(
+                "provider answer has no expiry: no field of \(quoted(expiryCandidates)) and the token is not a JWT with exp"
+            )
+        }
+        guard expiresAt > wallNow else {
+            return unusable("provider answer's token expired \(Int((wallNow - expiresAt).rounded())) s ago")
+        }
+        return .success(FetchedToken(token: token, expiresAt: expiresAt, issuedAt: claims?.iat))
+    }
+
+    /// The first of `names` present in `object` with a non-null value.
+    private static func firstPresent(_ names: [String], in object: [String: Any]) -> (String, Any)? {
+        for name in names {
+            if let value = object[name], !(value is NSNull) { return (name, value) }
+        }
+        return nil
+    }
+
+    private static func quoted(_ names: [String]) -> String {
+        names.map { "\"\($0)\"" }.joined(separator: ", ")
+    }
+
+    private static func unusable(_ message: String) -> Result<FetchedToken, ProxyFailure> {
+        .failure(.providerAnswerUnusable(message))
+    }
+}
