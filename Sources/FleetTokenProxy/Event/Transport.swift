@@ -21,9 +21,14 @@ final class Transport {
     /// Unowned: the delegate owns this transport and outlives it while it is open.
     unowned(unsafe) var delegate: TransportDelegate
 
-    init(bev: OpaquePointer, delegate: TransportDelegate) {
+    /// True for a plain socket (not TLS): writes may then go straight to the socket.
+    private let directWrites: Bool
+
+    /// `directWrites` must be false for TLS bufferevents, whose bytes must pass through SSL.
+    init(bev: OpaquePointer, delegate: TransportDelegate, directWrites: Bool = false) {
         self.bev = bev
         self.delegate = delegate
+        self.directWrites = directWrites
         // Unretained context: the delegate keeps this object alive until close() frees `bev`.
         let context = Unmanaged.passUnretained(self).toOpaque()
         bufferevent_setcb(bev, { _, arg in
@@ -57,6 +62,9 @@ final class Transport {
     /// The write callback fires when output falls to `low` bytes.
     func setWriteLowWater(_ low: Int) { if let bev { bufferevent_setwatermark(bev, Int16(EV_WRITE), low, 0) } }
 
+    /// libevent stops reading from the socket while `input` holds more than `high` bytes.
+    func setReadHighWater(_ high: Int) { if let bev { bufferevent_setwatermark(bev, Int16(EV_READ), 0, high) } }
+
     /// Read/write inactivity timeouts; nil turns one off.
     func setTimeouts(read: Double?, write: Double?) {
         guard let bev else { return }
@@ -71,7 +79,23 @@ final class Transport {
 
     func write(_ bytes: UnsafeRawBufferPointer) {
         guard let bev, bytes.count > 0 else { return }
-        bufferevent_write(bev, bytes.baseAddress, bytes.count)
+        var offset = 0
+        if let fd = directFD {
+            // Nothing is queued, so writing now keeps the order; it saves a loop turn and the
+            // epoll_ctl pair a queued write costs. Whatever the socket does not take is queued.
+            let n = Glibc.send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            if n > 0 { offset = n }
+        }
+        if offset < bytes.count {
+            bufferevent_write(bev, bytes.baseAddress! + offset, bytes.count - offset)
+        }
+    }
+
+    /// The socket, when a write may go to it directly now: plain socket, nothing queued.
+    private var directFD: Int32? {
+        guard directWrites, let bev, evbuffer_get_length(bufferevent_get_output(bev)) == 0 else { return nil }
+        let fd = bufferevent_getfd(bev)
+        return fd >= 0 ? fd : nil
     }
 
     func write(_ bytes: [UInt8]) { bytes.withUnsafeBytes { write($0) } }
@@ -85,7 +109,13 @@ final class Transport {
     @discardableResult
     func moveIn(from source: OpaquePointer, count: Int) -> Int {
         guard bev != nil, count > 0 else { return 0 }
-        return Int(evbuffer_remove_buffer(source, output, count))
+        var written = 0
+        if let fd = directFD {
+            let n = Int(evbuffer_write_atmost(source, fd, count))
+            if n > 0 { written = n }
+        }
+        if written < count { written += Int(evbuffer_remove_buffer(source, output, count - written)) }
+        return written
     }
 
     /// A short description of a `BEV_EVENT_*` set, with the TLS or socket error behind it.

@@ -50,7 +50,7 @@ public final class BufferedHTTPServer {
             bev = bufferevent_socket_new(loop.base, fd, options)
         }
         guard let bev else { Glibc.close(fd); return }
-        let connection = BufferedServerConnection(bev: bev, server: self)
+        let connection = BufferedServerConnection(bev: bev, server: self, isTLS: tls != nil)
         connections[ObjectIdentifier(connection)] = connection
     }
 
@@ -69,9 +69,9 @@ final class BufferedServerConnection: TransportDelegate {
     private var remaining = 0
     private var busy = false
 
-    init(bev: OpaquePointer, server: BufferedHTTPServer) {
+    init(bev: OpaquePointer, server: BufferedHTTPServer, isTLS: Bool) {
         self.server = server
-        transport = Transport(bev: bev, delegate: self)
+        transport = Transport(bev: bev, delegate: self, directWrites: !isTLS)
         transport.setTimeouts(read: 120, write: 60)
         transport.enableReading()
     }

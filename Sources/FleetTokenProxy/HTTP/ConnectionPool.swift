@@ -140,7 +140,7 @@ final class ConnectionPool {
             completion(.failure(.upstreamUnavailable("cannot create a connection to \(origin)")))
             return
         }
-        let connection = HTTP1ClientConnection(bev: bev, pool: self, limits: limits, id: nextID)
+        let connection = HTTP1ClientConnection(bev: bev, pool: self, limits: limits, id: nextID, isTLS: tls != nil)
         dialing[ObjectIdentifier(connection)] = (connection, completion)
         var timeout = timeval(seconds: limits.connectTimeout)
         bufferevent_set_timeouts(bev, &timeout, &timeout)

@@ -36,11 +36,11 @@ final class HTTP1ClientConnection: TransportDelegate {
     var requestComplete = true
     let id: Int
 
-    init(bev: OpaquePointer, pool: ConnectionPool, limits: ClientLimits, id: Int) {
+    init(bev: OpaquePointer, pool: ConnectionPool, limits: ClientLimits, id: Int, isTLS: Bool) {
         self.pool = pool
         self.limits = limits
         self.id = id
-        transport = Transport(bev: bev, delegate: self)
+        transport = Transport(bev: bev, delegate: self, directWrites: !isTLS)
     }
 
     var bufferevent: OpaquePointer? { transport.bev }
@@ -55,15 +55,20 @@ final class HTTP1ClientConnection: TransportDelegate {
         headReceived = false
         bytesReceived = false
         state = .awaitingHead
-        transport.setWriteLowWater(0)
-        transport.setTimeouts(read: limits.responseTimeout, write: limits.responseTimeout)
-        transport.enableReading()
-        transport.enableWriting()
+        if readingPaused { resumeReading() }
         if transport.inputLength > 0 { transportReadable(transport) }
     }
 
-    func pauseReading() { transport.disableReading() }
+    /// Reading from the origin is paused while the borrower's client is slow (backpressure).
+    private var readingPaused = false
+
+    func pauseReading() {
+        readingPaused = true
+        transport.disableReading()
+    }
+
     func resumeReading() {
+        readingPaused = false
         transport.enableReading()
         if transport.inputLength > 0 { transportReadable(transport) }
     }
@@ -154,7 +159,9 @@ final class HTTP1ClientConnection: TransportDelegate {
     func transportEvent(_ transport: Transport, events: Int16) {
         let e = Int32(events)
         if e & BEV_EVENT_CONNECTED != 0 {
-            transport.setTimeouts(read: nil, write: nil)
+            // Set once for the connection's life: the answer's bound while busy, the idle bound
+            // while pooled. Changing them per exchange would cost epoll_ctl calls.
+            transport.setTimeouts(read: limits.responseTimeout, write: limits.responseTimeout)
             pool.connected(self)
             return
         }
@@ -183,8 +190,7 @@ final class HTTP1ClientConnection: TransportDelegate {
     func markIdle() {
         state = .idle
         sink = nil
-        transport.setTimeouts(read: limits.idleTimeout, write: nil)
-        transport.enableReading()
+        if readingPaused { resumeReading() }
     }
 
     var isIdle: Bool { if case .idle = state { return true } else { return false } }
@@ -249,10 +255,9 @@ extension ResponseSink {
 struct ClientLimits {
     var maxHeadBytes = 64 * 1024
     var maxHeaderCount = 128
-    /// Time allowed for the answer to start and between any two reads of it.
+    /// Time allowed for the answer to start and between any two reads of it; also how long
+    /// a pooled connection may stay idle.
     var responseTimeout: Double = 60
-    /// An idle pooled connection is closed after this long (before the origin closes it).
-    var idleTimeout: Double = 45
     var connectTimeout: Double = 10
 }
 

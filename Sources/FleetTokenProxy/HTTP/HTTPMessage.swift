@@ -88,10 +88,16 @@ extension StringProtocol {
     public func asciiCaseInsensitiveEquals<T: StringProtocol>(_ other: T) -> Bool {
         let a = utf8, b = other.utf8
         guard a.count == b.count else { return false }
-        for (x, y) in zip(a, b) {
-            let lx = (x >= 65 && x <= 90) ? x | 0x20 : x
-            let ly = (y >= 65 && y <= 90) ? y | 0x20 : y
-            if lx != ly { return false }
+        var i = a.startIndex, j = b.startIndex
+        while i != a.endIndex {
+            let x = a[i], y = b[j]
+            if x != y {
+                let lx = (x >= 65 && x <= 90) ? x | 0x20 : x
+                let ly = (y >= 65 && y <= 90) ? y | 0x20 : y
+                if lx != ly { return false }
+            }
+            a.formIndex(after: &i)
+            b.formIndex(after: &j)
         }
         return true
     }

@@ -61,8 +61,12 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
         logger[metadataKey: "conn"] = "\(id)"
         self.logger = logger
         let bev = bufferevent_socket_new(core.loop.base, fd, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))!
-        transport = Transport(bev: bev, delegate: self)
+        transport = Transport(bev: bev, delegate: self, directWrites: true)
+        // Set once: changing timeouts or read interest per call costs epoll_ctl calls on the
+        // hot path. Reading stays on; the high-water mark bounds what a client can queue
+        // while its call waits for a token or the upstream.
         transport.setTimeouts(read: core.limits.idleTimeout, write: core.limits.ioTimeout)
+        transport.setReadHighWater(core.limits.maxHeadBytes + core.limits.bufferHighWater)
         transport.enableReading()
     }
 
@@ -113,9 +117,17 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
 
     func transportEvent(_ transport: Transport, events: Int16) {
         let e = Int32(events)
-        if state == .readingHead && e & BEV_EVENT_TIMEOUT != 0 && transport.inputLength == 0 {
-            close(reason: "idle")
-            return
+        if e & BEV_EVENT_TIMEOUT != 0 && e & BEV_EVENT_READING != 0 {
+            if state == .readingHead {
+                close(reason: transport.inputLength == 0 ? "idle" : "request head too slow")
+                return
+            }
+            if state != .forwarding || call?.requestDone == true {
+                // Quiet because it waits for us (token, upstream answer): those waits have
+                // their own bounds. libevent disabled reading on the timeout; turn it back on.
+                transport.enableReading()
+                return
+            }
         }
         close(reason: transport.describe(events: e))
     }
@@ -133,8 +145,7 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
         let bytes = UnsafeRawBufferPointer(start: base, count: window)
         switch HTTP1Parser.parseRequest(bytes, maxHeadBytes: limits.maxHeadBytes, maxHeaderCount: limits.maxHeaderCount) {
         case .incomplete:
-            // Part of a head: the slow-client bound applies, not the idle one.
-            transport.setTimeouts(read: limits.ioTimeout, write: limits.ioTimeout)
+            break
         case .invalid(let failure):
             core.statistics.calls += 1
             refuse(failure, close: true)
@@ -167,8 +178,6 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
         call = Call(head: head, key: key, started: core.clock.monotonicNow, body: body, requestDone: done,
                     keepAlive: head.keepAlive && !draining)
         state = .waitingForToken
-        transport.disableReading()
-        transport.setTimeouts(read: core.limits.ioTimeout, write: core.limits.ioTimeout)
         // A token handed over before token(for:) returns came from the cache without waiting.
         var waited = false
         core.cache.token(for: key) { [self] result in
@@ -261,10 +270,7 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
 
     /// Moves request body bytes from the client to the upstream, with backpressure.
     private func pumpRequestBody() {
-        guard var call, let upstream = call.upstream, !call.requestDone else {
-            transport.disableReading()
-            return
-        }
+        guard var call, let upstream = call.upstream, !call.requestDone else { return }
         let available = transport.inputLength
         switch call.body {
         case .remaining(let n):
@@ -298,7 +304,7 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
         self.call = call
         if call.requestDone {
             upstream.requestComplete = true
-            transport.disableReading()
+            transport.enableReading()
             maybeFinish()
         } else if upstream.outputLength > core.limits.bufferHighWater {
             transport.disableReading() // resumed in connectionDrained
@@ -426,8 +432,6 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
         self.call = nil
         if call.keepAlive && !draining {
             state = .readingHead
-            transport.setTimeouts(read: core.limits.idleTimeout, write: core.limits.ioTimeout)
-            transport.enableReading()
             // A pipelined request may already be waiting.
             if transport.inputLength > 0 { core.loop.schedule(after: 0) { [weak self] in self?.readRequests() } }
         } else {
@@ -450,8 +454,6 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
         call = nil
         if keep {
             state = .readingHead
-            transport.setTimeouts(read: core.limits.idleTimeout, write: core.limits.ioTimeout)
-            transport.enableReading()
             if transport.inputLength > 0 { core.loop.schedule(after: 0) { [weak self] in self?.readRequests() } }
         } else {
             finishAndClose()
