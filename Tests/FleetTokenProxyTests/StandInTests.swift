@@ -2,97 +2,105 @@ import Foundation
 import XCTest
 @testable import FleetTokenProxy
 
-/// Generated once: 2048-bit key generation takes a noticeable fraction of a second.
-private let providerKey = try! RSAKeyPair.generate()
-private let strangerKey = try! RSAKeyPair.generate()
+/// Keys, clocks and helpers the stand-in tests share. They are members of a base class rather
+/// than file-level declarations so their names cannot clash with other test files' helpers.
+class StandInTestCase: XCTestCase {
+    /// Generated once per process: 2048-bit key generation takes a noticeable fraction of a second.
+    private static let sharedProviderKey = try! RSAKeyPair.generate()
+    private static let sharedStrangerKey = try! RSAKeyPair.generate()
 
-private let epoch2025 = 1_735_689_600.0  // 2025-01-01T00:00:00Z
+    /// The stand-in provider's key, the one the stand-in Fleet Engine trusts.
+    var providerKey: RSAKeyPair { Self.sharedProviderKey }
+    /// A key nobody trusts.
+    var strangerKey: RSAKeyPair { Self.sharedStrangerKey }
+    /// 2025-01-01T00:00:00Z
+    let epoch2025 = 1_735_689_600.0
 
-private func vehicle(_ id: String, provider: String = "p") -> EntityKey { EntityKey(provider: provider, type: .vehicle, id: id) }
+    func vehicle(_ id: String, provider: String = "p") -> EntityKey { EntityKey(provider: provider, type: .vehicle, id: id) }
 
-/// Decodes base64url with Foundation, independently of the code under test.
-private func base64URLDecoded(_ text: Substring) -> Data? {
-    var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-    while base64.count % 4 != 0 { base64 += "=" }
-    return Data(base64Encoded: base64)
-}
+    func bearer(_ token: String) -> HTTPHeaders { ["Authorization": "Bearer " + token] }
 
-private func jsonObject(_ data: Data) -> [String: Any]? {
-    (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
-}
-
-private func jsonObject(_ response: HTTPResponse) -> [String: Any]? { jsonObject(Data(response.body)) }
-
-/// (header, claims) of a compact JWT.
-private func decodeJWT(_ token: String) -> (header: [String: Any], claims: [String: Any])? {
-    let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-    guard parts.count == 3, let header = base64URLDecoded(parts[0]).flatMap(jsonObject),
-          let claims = base64URLDecoded(parts[1]).flatMap(jsonObject)
-    else { return nil }
-    return (header, claims)
-}
-
-private func bearer(_ token: String) -> HTTPHeaders { ["Authorization": "Bearer " + token] }
-
-/// Calls a handler and returns what it answered synchronously, if anything.
-private func call(_ handler: HTTPHandler, _ request: HTTPRequest) -> HTTPResponse? {
-    var answer: HTTPResponse?
-    handler(request) { response in
-        XCTAssertNil(answer, "a handler must respond exactly once")
-        answer = response
-    }
-    return answer
-}
-
-/// Runs scheduled work when the test advances time.
-private final class FakeScheduler: Scheduler {
-    final class Work: ScheduledWork {
-        var cancelled = false
-        func cancel() { cancelled = true }
+    /// Decodes base64url with Foundation, independently of the code under test.
+    func base64URLDecoded(_ text: Substring) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        return Data(base64Encoded: base64)
     }
 
-    private(set) var now = 0.0
-    private var pending: [(due: Double, handle: Work, work: () -> Void)] = []
-
-    var pendingCount: Int { pending.filter { !$0.handle.cancelled }.count }
-
-    func schedule(after seconds: Double, _ work: @escaping () -> Void) -> ScheduledWork {
-        let handle = Work()
-        pending.append((now + seconds, handle, work))
-        return handle
+    func jsonObject(_ data: Data) -> [String: Any]? {
+        (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
     }
 
-    func advance(by seconds: Double) {
-        now += seconds
-        let due = pending.filter { $0.due <= now }.sorted { $0.due < $1.due }
-        pending.removeAll { $0.due <= now }
-        for entry in due where !entry.handle.cancelled { entry.work() }
+    func jsonObject(_ response: HTTPResponse) -> [String: Any]? { jsonObject(Data(response.body)) }
+
+    /// (header, claims) of a compact JWT.
+    func decodeJWT(_ token: String) -> (header: [String: Any], claims: [String: Any])? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let header = base64URLDecoded(parts[0]).flatMap(jsonObject),
+              let claims = base64URLDecoded(parts[1]).flatMap(jsonObject)
+        else { return nil }
+        return (header, claims)
+    }
+
+    /// Calls a handler and returns what it answered synchronously, if anything.
+    func call(_ handler: HTTPHandler, _ request: HTTPRequest) -> HTTPResponse? {
+        var answer: HTTPResponse?
+        handler(request) { response in
+            XCTAssertNil(answer, "a handler must respond exactly once")
+            answer = response
+        }
+        return answer
+    }
+
+    /// Runs scheduled work when the test advances time.
+    final class FakeScheduler: Scheduler {
+        final class Work: ScheduledWork {
+            var cancelled = false
+            func cancel() { cancelled = true }
+        }
+
+        private(set) var now = 0.0
+        private var pending: [(due: Double, handle: Work, work: () -> Void)] = []
+
+        func schedule(after seconds: Double, _ work: @escaping () -> Void) -> ScheduledWork {
+            let handle = Work()
+            pending.append((now + seconds, handle, work))
+            return handle
+        }
+
+        func advance(by seconds: Double) {
+            now += seconds
+            let due = pending.filter { $0.due <= now }.sorted { $0.due < $1.due }
+            pending.removeAll { $0.due <= now }
+            for entry in due where !entry.handle.cancelled { entry.work() }
+        }
+    }
+
+    /// A wall clock the test sets.
+    final class ManualClock {
+        var now: Double
+        init(_ now: Double) { self.now = now }
+    }
+
+    /// Just enough of SPEC §3 for the stand-in's own tests; the sidecar's router is tested elsewhere.
+    static func classify(method: String, target: String) -> Result<EntityKey, ProxyFailure> {
+        let path = target.split(separator: "?", maxSplits: 1)[0]
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard segments.count >= 5, segments[1] == "v1", segments[2] == "providers" else {
+            return .failure(.notFleetEngineCall("not a Fleet Engine path"))
+        }
+        let provider = segments[3]
+        if segments.count == 5, segments[4] == "vehicles" { return .success(.fleet(provider: provider)) }
+        guard segments.count == 6 else { return .failure(.notFleetEngineCall("not a Fleet Engine path")) }
+        switch segments[4] {
+        case "vehicles": return .success(EntityKey(provider: provider, type: .vehicle, id: segments[5]))
+        case "tasks": return .success(EntityKey(provider: provider, type: .task, id: segments[5]))
+        default: return .failure(.notFleetEngineCall("not a Fleet Engine path"))
+        }
     }
 }
 
-private final class ManualClock {
-    var now: Double
-    init(_ now: Double) { self.now = now }
-}
-
-/// Just enough of SPEC §3 for the stand-in's own tests; the sidecar's router is tested elsewhere.
-private func testClassifier(method: String, target: String) -> Result<EntityKey, ProxyFailure> {
-    let path = target.split(separator: "?", maxSplits: 1)[0]
-    let segments = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-    guard segments.count >= 5, segments[1] == "v1", segments[2] == "providers" else {
-        return .failure(.notFleetEngineCall("not a Fleet Engine path"))
-    }
-    let provider = segments[3]
-    if segments.count == 5, segments[4] == "vehicles" { return .success(.fleet(provider: provider)) }
-    guard segments.count == 6 else { return .failure(.notFleetEngineCall("not a Fleet Engine path")) }
-    switch segments[4] {
-    case "vehicles": return .success(EntityKey(provider: provider, type: .vehicle, id: segments[5]))
-    case "tasks": return .success(EntityKey(provider: provider, type: .task, id: segments[5]))
-    default: return .failure(.notFleetEngineCall("not a Fleet Engine path"))
-    }
-}
-
-final class RSAKeyPairTests: XCTestCase {
+final class RSAKeyPairTests: StandInTestCase {
     func testSignatureVerifiesWithTheKeyPairsPublicKey() throws {
         let data = Array("header.payload".utf8)
         let signature = try providerKey.sign(data)
@@ -143,7 +151,7 @@ final class RSAKeyPairTests: XCTestCase {
     }
 }
 
-final class JWTMinterTests: XCTestCase {
+final class JWTMinterTests: StandInTestCase {
     func testBase64URLRoundTripsEveryLengthAndRejectsNonCanonicalText() {
         for length in 0...9 {
             let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 * 37 + 250) }
@@ -209,10 +217,10 @@ final class JWTMinterTests: XCTestCase {
     }
 }
 
-final class FleetEngineTokenCheckTests: XCTestCase {
-    private let minter = JWTMinter(keyPair: providerKey)
-    private let check = FleetEngineTokenCheck(publicKey: providerKey.publicKey, keyID: providerKey.keyID)
-    private let now = epoch2025 + 100
+final class FleetEngineTokenCheckTests: StandInTestCase {
+    private var minter: JWTMinter { JWTMinter(keyPair: providerKey) }
+    private var check: FleetEngineTokenCheck { FleetEngineTokenCheck(publicKey: providerKey.publicKey, keyID: providerKey.keyID) }
+    private var now: Double { epoch2025 + 100 }
 
     private func verdict(_ claims: JWTMinter.Claims, for entity: EntityKey) throws -> FleetEngineTokenCheck.Verdict {
         check.check(headers: bearer(try minter.mint(claims)), entity: entity, now: now)
@@ -348,14 +356,14 @@ final class FleetEngineTokenCheckTests: XCTestCase {
     }
 }
 
-final class StandInFleetEngineTests: XCTestCase {
-    private let minter = JWTMinter(keyPair: providerKey)
-    private let clock = ManualClock(epoch2025)
+final class StandInFleetEngineTests: StandInTestCase {
+    private var minter: JWTMinter { JWTMinter(keyPair: providerKey) }
+    private lazy var clock = ManualClock(epoch2025)
 
     private func makeEngine() -> StandInFleetEngine {
         StandInFleetEngine(
             publicKey: providerKey.publicKey, keyID: providerKey.keyID,
-            classify: testClassifier, wallClock: { [clock] in clock.now })
+            classify: Self.classify, wallClock: { [clock] in clock.now })
     }
 
     func testValidCallGets200EchoingTheResourceAndTheRequestBodyLength() throws {
@@ -432,10 +440,10 @@ final class StandInFleetEngineTests: XCTestCase {
     }
 }
 
-final class StandInProviderTests: XCTestCase {
+final class StandInProviderTests: StandInTestCase {
     private let scheduler = FakeScheduler()
-    private let clock = ManualClock(epoch2025 + 0.25)
-    private let check = FleetEngineTokenCheck(publicKey: providerKey.publicKey, keyID: providerKey.keyID)
+    private lazy var clock = ManualClock(epoch2025 + 0.25)
+    private var check: FleetEngineTokenCheck { FleetEngineTokenCheck(publicKey: providerKey.publicKey, keyID: providerKey.keyID) }
 
     private func makeProvider() -> StandInProvider {
         StandInProvider(keyPair: providerKey, scheduler: scheduler, wallClock: { [clock] in clock.now })

@@ -65,7 +65,7 @@ public final class RSAKeyPair: @unchecked Sendable {
     /// A key read from PEM (PKCS#8 or PKCS#1). `keyID` defaults to a random one.
     public convenience init(privateKeyPEM: String, keyID: String? = nil) throws {
         ERR_clear_error()
-        let key = try withMemoryBIO(privateKeyPEM) { bio in PEM_read_bio_PrivateKey(bio, nil, nil, nil) }
+        let key = try RSAKeyPair.MemoryBIO.reading(privateKeyPEM) { bio in PEM_read_bio_PrivateKey(bio, nil, nil, nil) }
         guard let key else { throw RSAKeyError.drainingQueue("reading an RSA private key from PEM") }
         try self.init(owning: key, keyID: keyID)
     }
@@ -77,7 +77,7 @@ public final class RSAKeyPair: @unchecked Sendable {
             throw RSAKeyError(operation: "the private key is not an RSA key", openSSLErrors: [])
         }
         do {
-            let pem = try readingMemoryBIO("writing the public key as PEM") { bio in PEM_write_bio_PUBKEY(bio, key) }
+            let pem = try RSAKeyPair.MemoryBIO.writing("writing the public key as PEM") { bio in PEM_write_bio_PUBKEY(bio, key) }
             self.publicKeyPEM = pem
             self.publicKey = try RSAPublicKey(pem: pem)
             self.keyID = try keyID ?? Self.randomKeyID()
@@ -92,7 +92,7 @@ public final class RSAKeyPair: @unchecked Sendable {
 
     /// The private key as PKCS#8 PEM, for handing to another process.
     public func privateKeyPEM() throws -> String {
-        try readingMemoryBIO("writing the private key as PEM") { bio in
+        try RSAKeyPair.MemoryBIO.writing("writing the private key as PEM") { bio in
             PEM_write_bio_PrivateKey(bio, key, nil, nil, 0, nil, nil)
         }
     }
@@ -134,7 +134,7 @@ public final class RSAPublicKey: @unchecked Sendable {
     /// A key from SubjectPublicKeyInfo PEM (`-----BEGIN PUBLIC KEY-----`).
     public init(pem: String) throws {
         ERR_clear_error()
-        let key = try withMemoryBIO(pem) { bio in PEM_read_bio_PUBKEY(bio, nil, nil, nil) }
+        let key = try RSAKeyPair.MemoryBIO.reading(pem) { bio in PEM_read_bio_PUBKEY(bio, nil, nil, nil) }
         guard let key else { throw RSAKeyError.drainingQueue("reading an RSA public key from PEM") }
         guard EVP_PKEY_is_a(key, "RSA") == 1 else {
             EVP_PKEY_free(key)
@@ -158,26 +158,31 @@ public final class RSAPublicKey: @unchecked Sendable {
     }
 }
 
-/// Runs `body` with a read-only memory BIO over `text`.
-private func withMemoryBIO<T>(_ text: String, _ body: (OpaquePointer) -> T) throws -> T {
-    let bytes = Array(text.utf8)
-    return try bytes.withUnsafeBytes { raw in
-        guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else {
-            throw RSAKeyError.drainingQueue("creating a memory BIO")
+extension RSAKeyPair {
+    /// PEM in and out of OpenSSL through memory BIOs (nested: file-level names share the module).
+    fileprivate enum MemoryBIO {
+        /// Runs `body` with a read-only memory BIO over `text`.
+        static func reading<T>(_ text: String, _ body: (OpaquePointer) -> T) throws -> T {
+            let bytes = Array(text.utf8)
+            return try bytes.withUnsafeBytes { raw in
+                guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else {
+                    throw RSAKeyError.drainingQueue("creating a memory BIO")
+                }
+                defer { BIO_free(bio) }
+                return body(bio)
+            }
         }
-        defer { BIO_free(bio) }
-        return body(bio)
-    }
-}
 
-/// Runs `write` against an empty memory BIO and returns what it wrote.
-private func readingMemoryBIO(_ operation: String, _ write: (OpaquePointer) -> Int32) throws -> String {
-    ERR_clear_error()
-    guard let bio = BIO_new(BIO_s_mem()) else { throw RSAKeyError.drainingQueue("creating a memory BIO") }
-    defer { BIO_free(bio) }
-    guard write(bio) == 1 else { throw RSAKeyError.drainingQueue(operation) }
-    var bytes = [UInt8](repeating: 0, count: BIO_ctrl_pending(bio))
-    let read = BIO_read(bio, &bytes, Int32(bytes.count))
-    guard read == Int32(bytes.count) else { throw RSAKeyError.drainingQueue(operation) }
-    return String(decoding: bytes, as: UTF8.self)
+        /// Runs `write` against an empty memory BIO and returns what it wrote.
+        static func writing(_ operation: String, _ write: (OpaquePointer) -> Int32) throws -> String {
+            ERR_clear_error()
+            guard let bio = BIO_new(BIO_s_mem()) else { throw RSAKeyError.drainingQueue("creating a memory BIO") }
+            defer { BIO_free(bio) }
+            guard write(bio) == 1 else { throw RSAKeyError.drainingQueue(operation) }
+            var bytes = [UInt8](repeating: 0, count: BIO_ctrl_pending(bio))
+            let read = BIO_read(bio, &bytes, Int32(bytes.count))
+            guard read == Int32(bytes.count) else { throw RSAKeyError.drainingQueue(operation) }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+    }
 }
