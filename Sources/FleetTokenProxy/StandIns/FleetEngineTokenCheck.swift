@@ -1,0 +1,155 @@
+import Foundation
+
+/// How the stand-in Fleet Engine judges a call's token: the checks Fleet Engine makes (SPEC §2),
+/// in the order it makes them, so a sidecar that attaches a wrong, stale or foreign token is
+/// caught on loopback the way production would catch it.
+public struct FleetEngineTokenCheck: Sendable {
+    /// Why a token was refused. The raw value is the key in the stand-in's statistics.
+    public enum Reason: String, Sendable, CaseIterable {
+        case missingToken = "missing_token"
+        /// More than one `Authorization` header: a proxy that added one instead of replacing it.
+        case multipleAuthorizationHeaders = "multiple_authorization_headers"
+        case malformedToken = "malformed_token"
+        case unsupportedAlgorithm = "unsupported_algorithm"
+        case unknownKeyID = "unknown_key_id"
+        case badSignature = "bad_signature"
+        case wrongAudience = "wrong_audience"
+        /// `iss` and `sub` missing or different.
+        case wrongIssuer = "wrong_issuer"
+        case expired = "expired"
+        case issuedInFuture = "issued_in_future"
+        /// `exp − iat` over an hour, or not positive.
+        case badLifetime = "bad_lifetime"
+        /// The signing service account belongs to another project than the call's provider.
+        case wrongProject = "wrong_project"
+        /// The `authorization` claim does not name the call's entity.
+        case entityNotCovered = "entity_not_covered"
+
+        /// 401 when the token itself is unusable, 403 when it is good but not for this call.
+        public var httpStatus: Int {
+            switch self {
+            case .wrongProject, .entityNotCovered: return 403
+            default: return 401
+            }
+        }
+
+        public var statusName: String { httpStatus == 403 ? "PERMISSION_DENIED" : "UNAUTHENTICATED" }
+    }
+
+    /// The outcome for one call.
+    public enum Verdict: Sendable, Equatable {
+        case ok
+        /// `detail` says what was wrong for a human; it never contains the token.
+        case rejected(Reason, detail: String)
+
+        public var reason: Reason? {
+            if case .rejected(let reason, _) = self { return reason }
+            return nil
+        }
+    }
+
+    public let publicKey: RSAPublicKey
+    public let keyID: String
+    /// How far in the future `iat` may be (Fleet Engine tolerates about 10 minutes of skew).
+    public var allowedClockSkew: Double = 600
+
+    public init(publicKey: RSAPublicKey, keyID: String) {
+        self.publicKey = publicKey
+        self.keyID = keyID
+    }
+
+    /// Judges the token in `headers` for a call about `entity` at wall-clock time `now`.
+    public func check(headers: HTTPHeaders, entity: EntityKey, now: Double) -> Verdict {
+        let authorization = headers.values("Authorization")
+        guard let header = authorization.first else { return .rejected(.missingToken, detail: "no Authorization header") }
+        guard authorization.count == 1 else {
+            return .rejected(.multipleAuthorizationHeaders, detail: "\(authorization.count) Authorization headers")
+        }
+        let scheme = header.prefix(7)
+        guard scheme.count == 7, scheme.asciiCaseInsensitiveEquals("Bearer ") else {
+            return .rejected(.missingToken, detail: "the Authorization header is not a Bearer token")
+        }
+        let token = header.dropFirst(7).trimmingCharacters(in: .whitespaces)
+        return check(token: token, entity: entity, now: now)
+    }
+
+    /// Judges a bare compact JWT.
+    public func check(token: String, entity: EntityKey, now: Double) -> Verdict {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return .rejected(.malformedToken, detail: "a JWT has 3 parts, this has \(parts.count)") }
+        guard let headerBytes = JWTMinter.Base64URL.decode(parts[0]),
+              let header = jsonObject(headerBytes),
+              let payloadBytes = JWTMinter.Base64URL.decode(parts[1]),
+              let claims = jsonObject(payloadBytes),
+              let signature = JWTMinter.Base64URL.decode(parts[2])
+        else { return .rejected(.malformedToken, detail: "a part is not base64url JSON") }
+
+        guard header["alg"] as? String == "RS256" else {
+            return .rejected(.unsupportedAlgorithm, detail: "alg must be RS256")
+        }
+        if let type = header["typ"], type as? String != "JWT" {
+            return .rejected(.malformedToken, detail: "typ must be JWT")
+        }
+        guard header["kid"] as? String == keyID else { return .rejected(.unknownKeyID, detail: "kid is not a known key") }
+        let signingInput = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
+        guard publicKey.verify(signingInput, signature: signature) else {
+            return .rejected(.badSignature, detail: "signature does not verify")
+        }
+
+        guard claims["aud"] as? String == JWTMinter.fleetEngineAudience else {
+            return .rejected(.wrongAudience, detail: "aud must be \(JWTMinter.fleetEngineAudience)")
+        }
+        guard let issuer = claims["iss"] as? String, claims["sub"] as? String == issuer else {
+            return .rejected(.wrongIssuer, detail: "iss and sub must be the same service account")
+        }
+        guard let expiresAt = number(claims["exp"]), let issuedAt = number(claims["iat"]) else {
+            return .rejected(.malformedToken, detail: "iat and exp must be numbers")
+        }
+        guard expiresAt > now else { return .rejected(.expired, detail: "expired \(Int(now - expiresAt)) s ago") }
+        guard issuedAt <= now + allowedClockSkew else {
+            return .rejected(.issuedInFuture, detail: "iat is \(Int(issuedAt - now)) s in the future")
+        }
+        let lifetime = expiresAt - issuedAt
+        guard lifetime > 0, lifetime <= Double(JWTMinter.maximumLifetime) else {
+            return .rejected(.badLifetime, detail: "exp - iat is \(Int(lifetime)) s, must be 1 to \(JWTMinter.maximumLifetime)")
+        }
+        guard issuer == JWTMinter.serviceAccount(forProvider: entity.provider) else {
+            return .rejected(.wrongProject, detail: "the service account is not one of project \(entity.provider)")
+        }
+
+        guard let rawClaim = claims["authorization"],
+              let claim = JWTMinter.AuthorizationClaim(jsonObject: rawClaim)
+        else { return .rejected(.entityNotCovered, detail: "no usable authorization claim") }
+        guard claim.covers(entity) else {
+            return .rejected(.entityNotCovered, detail: "the authorization claim does not cover \(entity.type.rawValue) \(entity.id)")
+        }
+        return .ok
+    }
+
+    private func jsonObject(_ bytes: [UInt8]) -> [String: Any]? {
+        (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
+    }
+
+    private func number(_ value: Any?) -> Double? {
+        guard let value, !(value is Bool) else { return nil }
+        return (value as? NSNumber)?.doubleValue
+    }
+}
+
+extension JWTMinter.AuthorizationClaim {
+    /// Whether a token with this claim may act on `entity`. A fleet call needs a wildcard and
+    /// no claim naming a single entity: a vehicle's token may not list every trip.
+    public func covers(_ entity: EntityKey) -> Bool {
+        func matches(_ value: String?) -> Bool { value == entity.id || value == "*" }
+        switch entity.type {
+        case .vehicle: return matches(vehicleID)
+        case .trip: return matches(tripID)
+        case .deliveryVehicle: return matches(deliveryVehicleID)
+        case .task: return matches(taskID) || (taskIDs ?? []).contains { matches($0) }
+        case .tracking: return matches(trackingID)
+        case .fleet:
+            let named = [vehicleID, tripID, deliveryVehicleID, taskID, trackingID].compactMap { $0 } + (taskIDs ?? [])
+            return !named.isEmpty && named.allSatisfy { $0 == "*" }
+        }
+    }
+}

@@ -1,0 +1,220 @@
+import Foundation
+
+/// Mints compact RS256 JWTs shaped the way Fleet Engine expects them (SPEC §2), as an operator's
+/// token provider would. The stand-in provider hands them out; tests mint them directly, and
+/// mint wrong ones on purpose by editing `Claims` before `mint(_:)`:
+///
+///     var claims = JWTMinter.Claims(for: vehicle, issuedAt: now)
+///     claims.authorization = .init(for: otherVehicle)   // another entity's token
+///     claims.audience = "https://example.com/"          // wrong audience
+///     claims.expiresAt = claims.issuedAt + 7200         // exp too far ahead
+public struct JWTMinter: Sendable {
+    /// The `aud` Fleet Engine requires.
+    public static let fleetEngineAudience = "https://fleetengine.googleapis.com/"
+
+    /// The longest `exp − iat` Fleet Engine accepts.
+    public static let maximumLifetime = 3600
+
+    public let keyPair: RSAKeyPair
+
+    public init(keyPair: RSAKeyPair) {
+        self.keyPair = keyPair
+    }
+
+    /// The service account the stand-ins sign as for a provider (Google Cloud project). Fleet
+    /// Engine accepts only tokens of a service account of the project the call names, so the
+    /// stand-in Fleet Engine reads the project back out of `iss`.
+    public static func serviceAccount(forProvider provider: String) -> String {
+        "fleet-engine-stand-in@\(provider).iam.gserviceaccount.com"
+    }
+
+    /// The `authorization` claim: which entities the token may act on. `"*"` means every entity
+    /// of that kind.
+    public struct AuthorizationClaim: Sendable, Equatable {
+        public var vehicleID: String?
+        public var tripID: String?
+        public var deliveryVehicleID: String?
+        public var taskID: String?
+        public var taskIDs: [String]?
+        public var trackingID: String?
+
+        public init(
+            vehicleID: String? = nil, tripID: String? = nil, deliveryVehicleID: String? = nil,
+            taskID: String? = nil, taskIDs: [String]? = nil, trackingID: String? = nil
+        ) {
+            self.vehicleID = vehicleID
+            self.tripID = tripID
+            self.deliveryVehicleID = deliveryVehicleID
+            self.taskID = taskID
+            self.taskIDs = taskIDs
+            self.trackingID = trackingID
+        }
+
+        /// The claim an operator's provider issues for `entity`; the fleet gets `"*"` for every kind.
+        public init(for entity: EntityKey) {
+            self.init()
+            switch entity.type {
+            case .vehicle: vehicleID = entity.id
+            case .trip: tripID = entity.id
+            case .deliveryVehicle: deliveryVehicleID = entity.id
+            case .task: taskID = entity.id
+            case .tracking: trackingID = entity.id
+            case .fleet:
+                vehicleID = "*"
+                tripID = "*"
+                deliveryVehicleID = "*"
+                taskID = "*"
+                trackingID = "*"
+            }
+        }
+
+        /// The claim as Fleet Engine spells it (SPEC §2).
+        var jsonObject: [String: Any] {
+            var object: [String: Any] = [:]
+            object["vehicleid"] = vehicleID
+            object["tripid"] = tripID
+            object["deliveryvehicleid"] = deliveryVehicleID
+            object["taskid"] = taskID
+            object["taskids"] = taskIDs
+            object["trackingid"] = trackingID
+            return object
+        }
+
+        /// Reads the claim from decoded JSON; nil when it is not an object of strings (and one
+        /// array of strings for `taskids`). Unknown fields are ignored.
+        init?(jsonObject: Any) {
+            guard let object = jsonObject as? [String: Any] else { return nil }
+            func string(_ name: String) -> String?? {
+                guard let value = object[name] else { return .some(nil) }
+                return (value as? String).map { .some($0) }
+            }
+            guard let vehicleID = string("vehicleid"), let tripID = string("tripid"),
+                  let deliveryVehicleID = string("deliveryvehicleid"), let taskID = string("taskid"),
+                  let trackingID = string("trackingid")
+            else { return nil }
+            var taskIDs: [String]?
+            if let value = object["taskids"] {
+                guard let list = value as? [Any] else { return nil }
+                let strings = list.compactMap { $0 as? String }
+                guard strings.count == list.count else { return nil }
+                taskIDs = strings
+            }
+            self.init(
+                vehicleID: vehicleID, tripID: tripID, deliveryVehicleID: deliveryVehicleID,
+                taskID: taskID, taskIDs: taskIDs, trackingID: trackingID)
+        }
+    }
+
+    /// Everything that goes into one token. The defaults from `init(for:issuedAt:lifetime:)`
+    /// make a token Fleet Engine accepts for that entity; change a field to make one it refuses.
+    public struct Claims: Sendable {
+        /// `iss`, and `sub` unless `subject` is set.
+        public var serviceAccount: String
+        public var subject: String?
+        public var audience: String
+        /// `iat`, epoch seconds.
+        public var issuedAt: Int
+        /// `exp`, epoch seconds; nil leaves the claim out.
+        public var expiresAt: Int?
+        public var authorization: AuthorizationClaim
+
+        /// A valid token's claims: issued at `issuedAt` (wall clock, rounded down to the
+        /// second) and valid for `lifetime` seconds, at least one.
+        public init(for entity: EntityKey, issuedAt: Double, lifetime: Double = 3600) {
+            let issued = Int(issuedAt.rounded(.down))
+            self.serviceAccount = JWTMinter.serviceAccount(forProvider: entity.provider)
+            self.subject = nil
+            self.audience = JWTMinter.fleetEngineAudience
+            self.issuedAt = issued
+            self.expiresAt = issued + max(1, Int(lifetime.rounded()))
+            self.authorization = AuthorizationClaim(for: entity)
+        }
+    }
+
+    /// A valid token for `entity`, unless `lifetime` is over an hour.
+    public func mint(for entity: EntityKey, issuedAt: Double, lifetime: Double = 3600) throws -> String {
+        try mint(Claims(for: entity, issuedAt: issuedAt, lifetime: lifetime))
+    }
+
+    /// A compact JWS: base64url(header) . base64url(claims) . base64url(RS256 signature).
+    public func mint(_ claims: Claims) throws -> String {
+        let header: [String: Any] = ["alg": "RS256", "typ": "JWT", "kid": keyPair.keyID]
+        var payload: [String: Any] = [
+            "iss": claims.serviceAccount,
+            "sub": claims.subject ?? claims.serviceAccount,
+            "aud": claims.audience,
+            "iat": claims.issuedAt,
+            "authorization": claims.authorization.jsonObject,
+        ]
+        payload["exp"] = claims.expiresAt
+        let signingInput = try Base64URL.encode(Self.json(header)) + "." + Base64URL.encode(Self.json(payload))
+        let signature = try keyPair.sign(Array(signingInput.utf8))
+        return signingInput + "." + Base64URL.encode(signature)
+    }
+
+    private static func json(_ object: [String: Any]) throws -> [UInt8] {
+        Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
+    }
+
+    /// Unpadded base64url (RFC 4648 §5), as JWS uses it (RFC 7515 §2).
+    enum Base64URL {
+        private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+        static func encode(_ bytes: [UInt8]) -> String {
+            var out: [UInt8] = []
+            out.reserveCapacity((bytes.count * 4 + 2) / 3)
+            var index = 0
+            while index + 3 <= bytes.count {
+                let n = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+                out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)],
+                        alphabet[Int(n >> 6 & 63)], alphabet[Int(n & 63)]]
+                index += 3
+            }
+            switch bytes.count - index {
+            case 1:
+                let n = UInt32(bytes[index]) << 16
+                out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)]]
+            case 2:
+                let n = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
+                out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)]]
+            default:
+                break
+            }
+            return String(decoding: out, as: UTF8.self)
+        }
+
+        /// nil for anything but canonical unpadded base64url: padding, other characters, a
+        /// dangling character, or leftover bits that are not zero.
+        static func decode<S: StringProtocol>(_ text: S) -> [UInt8]? {
+            let input = Array(text.utf8)
+            guard input.count % 4 != 1 else { return nil }
+            var out: [UInt8] = []
+            out.reserveCapacity(input.count * 3 / 4)
+            var accumulator: UInt32 = 0
+            var bits = 0
+            for character in input {
+                guard let value = sextet(character) else { return nil }
+                accumulator = accumulator << 6 | UInt32(value)
+                bits += 6
+                if bits >= 8 {
+                    bits -= 8
+                    out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+                    accumulator &= (1 << UInt32(bits)) - 1
+                }
+            }
+            guard accumulator == 0 else { return nil }
+            return out
+        }
+
+        private static func sextet(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"): return c - UInt8(ascii: "A")
+            case UInt8(ascii: "a")...UInt8(ascii: "z"): return c - UInt8(ascii: "a") + 26
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0") + 52
+            case UInt8(ascii: "-"): return 62
+            case UInt8(ascii: "_"): return 63
+            default: return nil
+            }
+        }
+    }
+}
