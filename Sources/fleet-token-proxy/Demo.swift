@@ -47,13 +47,19 @@ struct StandIn: ParsableCommand {
         var listen = "127.0.0.1:4190"
         @Option(help: "Token lifetime in seconds.")
         var tokenLifetime: Double = 3600
+        @Option(help: "Write the signing key's public half (PEM) here, for a stand-in Fleet Engine to verify with.")
+        var publicKeyOut: String?
 
         func execute() throws -> Int32 {
             let address = try ListenAddress.parse(listen)
             guard address.isLoopback else { throw ConfigError("stand-in listens on loopback only") }
             let loop = try EventLoop()
             let clock = SystemClock()
-            let provider = StandInProvider(keyPair: try RSAKeyPair.generate(), scheduler: loop, wallClock: { clock.wallNow })
+            let keyPair = try RSAKeyPair.generate()
+            if let publicKeyOut {
+                try keyPair.publicKeyPEM.write(toFile: publicKeyOut, atomically: true, encoding: .utf8)
+            }
+            let provider = StandInProvider(keyPair: keyPair, scheduler: loop, wallClock: { clock.wallNow })
             provider.tokenLifetime = tokenLifetime
             let server = BufferedHTTPServer(loop: loop, handler: provider.handler)
             let bound = try server.listen(on: address)
