@@ -23,11 +23,12 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
         case chunked(ChunkedBodyScanner)
     }
 
-    /// The call in flight.
-    private struct Call {
-        var head: RequestHead
-        var key: EntityKey
-        var started: Double
+    /// The call in flight. A class: it is updated in place many times per call, and copying a
+    /// struct this size in and out of an optional costs retains on the hot path.
+    private final class Call {
+        let head: RequestHead
+        let key: EntityKey
+        let started: Double
         var body: RequestBody
         var requestDone: Bool
         var responseDone = false
@@ -43,6 +44,15 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
         var token: String?
         /// A chunked answer to an HTTP/1.0 client is decoded, and the connection closed.
         var dechunker: ChunkedBodyScanner?
+
+        init(head: RequestHead, key: EntityKey, started: Double, body: RequestBody, requestDone: Bool, keepAlive: Bool) {
+            self.head = head
+            self.key = key
+            self.started = started
+            self.body = body
+            self.requestDone = requestDone
+            self.keepAlive = keepAlive
+        }
     }
 
     private var transport: Transport!
@@ -51,12 +61,16 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
     private var state: State = .readingHead
     private var call: Call?
     private var logger: Logger
+    /// The answer's head waits here until its first body bytes (or its end), so head and body
+    /// leave in one write: one packet and one wake-up of the client instead of two.
+    private let corked: OpaquePointer
     let id: Int
 
     init(fd: Int32, core: ProxyCore, server: ProxyServer, id: Int) {
         self.core = core
         self.server = server
         self.id = id
+        corked = evbuffer_new()
         var logger = core.logger
         logger[metadataKey: "conn"] = "\(id)"
         self.logger = logger
@@ -69,6 +83,8 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
         transport.setReadHighWater(core.limits.maxHeadBytes + core.limits.bufferHighWater)
         transport.enableReading()
     }
+
+    deinit { evbuffer_free(corked) }
 
     /// The one close path: frees the socket, gives back a borrowed upstream connection that
     /// can no longer be trusted, and tells the server. Idempotent.
@@ -181,13 +197,13 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
         // A token handed over before token(for:) returns came from the cache without waiting.
         var waited = false
         core.cache.token(for: key) { [self] result in
-            guard state == .waitingForToken, call != nil else { return }
-            call!.cacheOutcome = waited ? "miss" : "hit"
+            guard state == .waitingForToken, let call else { return }
+            call.cacheOutcome = waited ? "miss" : "hit"
             switch result {
             case .failure(let failure):
-                refuse(failure, close: !skipBody(call!.body))
+                refuse(failure, close: !skipBody(call.body))
             case .success(let token):
-                call!.token = token
+                call.token = token
                 state = .waitingForUpstream
                 acquireUpstream()
             }
@@ -226,7 +242,7 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
     }
 
     private func send(on upstream: HTTP1ClientConnection) {
-        guard var call, let token = call.token else { return }
+        guard let call, let token = call.token else { return }
         call.upstream = upstream
         call.attempts += 1
         state = .forwarding
@@ -234,7 +250,6 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
             // A resend after the keep-alive race: the body is already in the copy.
             upstream.requestComplete = true
             upstream.send(replay)
-            self.call = call
             upstream.beginExchange(method: call.head.method, sink: self)
             return
         }
@@ -257,11 +272,9 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
             call.replay = whole
             upstream.requestComplete = true
             upstream.send(whole)
-            self.call = call
         } else {
             upstream.requestComplete = false
             upstream.send(headBytes)
-            self.call = call
             pumpRequestBody()
         }
         core.statistics.forwarded += 1
@@ -270,7 +283,7 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
 
     /// Moves request body bytes from the client to the upstream, with backpressure.
     private func pumpRequestBody() {
-        guard var call, let upstream = call.upstream, !call.requestDone else { return }
+        guard let call, let upstream = call.upstream, !call.requestDone else { return }
         let available = transport.inputLength
         switch call.body {
         case .remaining(let n):
@@ -301,7 +314,6 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
             call.body = .chunked(scanner)
             call.requestDone = finished
         }
-        self.call = call
         if call.requestDone {
             upstream.requestComplete = true
             transport.enableReading()
@@ -341,7 +353,7 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
     // MARK: ResponseSink
 
     func responseHead(_ head: ResponseHead, from connection: HTTP1ClientConnection) {
-        guard var call, state == .forwarding else { return }
+        guard let call, state == .forwarding else { return }
         call.status = head.status
         let framing = head.framing(requestMethod: call.head.method)
         let clientIsHTTP10 = call.head.minorVersion == 0
@@ -353,64 +365,77 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
         }
         call.keepAlive = !closeAfter
         call.responseHeadSent = true
-        self.call = call
         core.statistics.upstreamStatus[head.status, default: 0] += 1
 
-        var out = "HTTP/1.1 \(head.status) \(head.reason)\r\n"
-        if clientIsHTTP10 { out = "HTTP/1.0 \(head.status) \(head.reason)\r\n" }
+        var out: [UInt8] = []
+        out.reserveCapacity(64 + head.reason.utf8.count + head.headers.fields.count * 48)
+        out.append(contentsOf: (clientIsHTTP10 ? "HTTP/1.0 " : "HTTP/1.1 ").utf8)
+        appendStatus(head.status, to: &out)
+        out.append(0x20)
+        out.append(contentsOf: head.reason.utf8)
+        out.append(contentsOf: "\r\n".utf8)
         let listed = head.headers["connection"] == nil ? [] : HopByHop.connectionTokens(head.headers)
         for field in head.headers where !HopByHop.dropFromResponse(field.name) {
             if !listed.isEmpty && listed.contains(where: { $0.asciiCaseInsensitiveEquals(field.name) }) { continue }
-            out += field.name + ": " + field.value + "\r\n"
+            out.append(contentsOf: field.name.utf8)
+            out.append(contentsOf: ": ".utf8)
+            out.append(contentsOf: field.value.utf8)
+            out.append(contentsOf: "\r\n".utf8)
         }
-        if framing == .chunked && !clientIsHTTP10 { out += "Transfer-Encoding: chunked\r\n" }
+        if framing == .chunked && !clientIsHTTP10 { out.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8) }
         if closeAfter {
-            out += "Connection: close\r\n"
+            out.append(contentsOf: "Connection: close\r\n".utf8)
         } else if clientIsHTTP10 {
-            out += "Connection: keep-alive\r\n"
+            out.append(contentsOf: "Connection: keep-alive\r\n".utf8)
         }
-        out += "\r\n"
-        transport.write(out)
+        out.append(contentsOf: "\r\n".utf8)
+        out.withUnsafeBytes { _ = evbuffer_add(corked, $0.baseAddress, $0.count) }
+    }
+
+    /// Writes the corked head (and what was added behind it) to the client.
+    private func uncork() {
+        let n = evbuffer_get_length(corked)
+        if n > 0 { transport.moveIn(from: corked, count: n) }
     }
 
     func responseBody(_ buffer: OpaquePointer, count: Int, from connection: HTTP1ClientConnection) {
-        guard state == .forwarding, var call else { evbuffer_drain(buffer, count); return }
+        guard state == .forwarding, let call else { evbuffer_drain(buffer, count); return }
         if var dechunker = call.dechunker {
             var left = count
             forEachChain(of: buffer, limit: count) { chunk in
-                _ = dechunker.scan(chunk, onData: { data in transport.write(data) })
+                _ = dechunker.scan(chunk, onData: { data in _ = evbuffer_add(corked, data.baseAddress, data.count) })
                 left -= chunk.count
                 return left > 0
             }
             evbuffer_drain(buffer, count)
             call.dechunker = dechunker
-            self.call = call
         } else {
-            transport.moveIn(from: buffer, count: count)
+            evbuffer_remove_buffer(buffer, corked, count)
         }
+        uncork()
         if transport.outputLength > core.limits.bufferHighWater { connection.pauseReading() }
     }
 
     func responseEnded(from connection: HTTP1ClientConnection) {
-        guard state == .forwarding, call != nil else { return }
-        call!.responseDone = true
-        call!.upstream = nil
+        guard state == .forwarding, let call else { return }
+        uncork()
+        call.responseDone = true
+        call.upstream = nil
         maybeFinish()
     }
 
     func responseFailed(_ failure: ProxyFailure, headReceived: Bool, retryable: Bool) {
-        guard state == .forwarding, var call else { return }
+        guard state == .forwarding, let call else { return }
         call.upstream = nil
         if !headReceived, retryable, call.replay != nil, call.attempts < 2 {
             core.statistics.upstreamRetries += 1
-            self.call = call
             logger.debug("upstream connection was closed before answering; sending again")
             state = .waitingForUpstream
             acquireUpstream()
             return
         }
-        self.call = call
         if headReceived {
+            uncork()
             // Part of the answer is already with the client: cutting the connection is the only
             // honest signal left.
             close(reason: "upstream broke mid-answer: \(failure.message)")
@@ -464,6 +489,13 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
         state = .closingAfterFlush
         transport.disableReading()
         if transport.outputLength == 0 { close(reason: "answered, not keep-alive") }
+    }
+
+    /// Three ASCII digits (statuses are 100–999).
+    private func appendStatus(_ status: Int, to out: inout [UInt8]) {
+        out.append(UInt8(48 + status / 100 % 10))
+        out.append(UInt8(48 + status / 10 % 10))
+        out.append(UInt8(48 + status % 10))
     }
 
     private func logAccess(_ call: Call, status: Int) {
