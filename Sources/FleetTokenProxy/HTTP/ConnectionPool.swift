@@ -103,7 +103,7 @@ final class ConnectionPool {
 
     func connected(_ connection: HTTP1ClientConnection) {
         guard let d = dialing.removeValue(forKey: ObjectIdentifier(connection)) else { return }
-        setNoDelay(connection)
+        if let bev = connection.bufferevent { Dialer.setNoDelay(bev) }
         busy[ObjectIdentifier(connection)] = connection
         d.completion(.success(connection))
     }
@@ -123,46 +123,13 @@ final class ConnectionPool {
 
     private func dial(for completion: @escaping Completion) {
         nextID += 1
-        let options = Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)
-        let bev: OpaquePointer?
-        if let tls {
-            let ssl: OpaquePointer
-            do { ssl = try tls.makeClientSSL(host: origin.host) } catch {
-                completion(.failure(.upstreamUnavailable("TLS set-up for \(origin) failed: \(error)")))
-                return
-            }
-            bev = bufferevent_openssl_socket_new(loop.base, -1, ssl, BUFFEREVENT_SSL_CONNECTING, options)
-            if bev == nil { SSL_free(ssl) }
-        } else {
-            bev = bufferevent_socket_new(loop.base, -1, options)
+        switch Dialer.connect(loop: loop, origin: origin, tls: tls, timeout: limits.connectTimeout) {
+        case .failure(let failure):
+            completion(.failure(failure))
+        case .success(let bev):
+            let connection = HTTP1ClientConnection(bev: bev, pool: self, limits: limits, id: nextID, isTLS: tls != nil)
+            dialing[ObjectIdentifier(connection)] = (connection, completion)
         }
-        guard let bev else {
-            completion(.failure(.upstreamUnavailable("cannot create a connection to \(origin)")))
-            return
-        }
-        let connection = HTTP1ClientConnection(bev: bev, pool: self, limits: limits, id: nextID, isTLS: tls != nil)
-        dialing[ObjectIdentifier(connection)] = (connection, completion)
-        var timeout = timeval(seconds: limits.connectTimeout)
-        bufferevent_set_timeouts(bev, &timeout, &timeout)
-        bufferevent_enable(bev, Int16(EV_READ | EV_WRITE))
-        let rc: Int32
-        if let address = SocketAddress(numericHost: origin.host, port: origin.port) {
-            rc = address.withSockaddr { sa, len in bufferevent_socket_connect(bev, sa, Int32(len)) }
-        } else {
-            rc = bufferevent_socket_connect_hostname(bev, loop.dns, AF_UNSPEC, origin.host, Int32(origin.port))
-        }
-        if rc != 0 {
-            // libevent has already reported the failure through the event callback in some
-            // cases; dialFailed ignores a connection it no longer knows.
-            dialFailed(connection, reason: String(cString: strerror(errno)))
-        }
-    }
-
-    private func setNoDelay(_ connection: HTTP1ClientConnection) {
-        guard let bev = connection.bufferevent else { return }
-        var one: Int32 = 1
-        let fd = bufferevent_getfd(bev)
-        if fd >= 0 { setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size)) }
     }
 }
 

@@ -7,7 +7,7 @@ import Logging
 /// upstream connection, sends the rewritten head and relays the body, then relays the answer
 /// back unchanged. One call at a time; pipelined requests wait in the input buffer. Its owner
 /// is the `ProxyServer`; `close(reason:)` is its one way out.
-final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
+final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseSink {
     private enum State {
         case readingHead
         case waitingForToken
@@ -107,7 +107,8 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
     }
 
     private var draining = false
-    var isIdle: Bool { state == .readingHead }
+    /// Until a first request is read, the bytes may instead be the HTTP/2 preface.
+    private var servedACall = false
 
     // MARK: TransportDelegate
 
@@ -155,6 +156,19 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
         guard state == .readingHead, transport.isOpen else { return }
         let available = transport.inputLength
         guard available > 0 else { return }
+        if !servedACall {
+            switch HTTP2Preface.match(transport.input, available: available) {
+            case .matches:
+                // h2c with prior knowledge: the HTTP/2 connection takes the socket over.
+                state = .closed
+                server.upgrade(self, transport: transport)
+                return
+            case .needMore:
+                return
+            case .differs:
+                break
+            }
+        }
         let limits = core.limits
         let window = min(available, limits.maxHeadBytes)
         guard let base = evbuffer_pullup(transport.input, window) else { return }
@@ -172,6 +186,7 @@ final class HTTP1ProxyConnection: TransportDelegate, ResponseSink {
     }
 
     private func start(_ head: RequestHead) {
+        servedACall = true
         core.statistics.calls += 1
         let body: RequestBody
         switch head.framing {

@@ -27,6 +27,26 @@ enum HopByHop {
         }
     }
 
+    /// True for HTTP/2 request fields not forwarded: connection-specific ones (RFC 9113
+    /// §8.2.2; `te: trailers` is kept, gRPC needs it) and the ones the sidecar sets itself.
+    static func dropFromH2Request(_ name: String) -> Bool {
+        switch name {
+        case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host",
+             "authorization", "proxy-authorization":
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// True for HTTP/2 response fields not relayed (connection-specific).
+    static func dropFromH2Response(_ name: String) -> Bool {
+        switch name {
+        case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade": return true
+        default: return false
+        }
+    }
+
     /// The extra field names a `Connection` header lists as hop-by-hop.
     static func connectionTokens(_ headers: HTTPHeaders) -> [Substring] {
         var tokens: [Substring] = []

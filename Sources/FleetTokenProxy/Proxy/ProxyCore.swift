@@ -6,16 +6,19 @@ final class ProxyCore {
     let loop: EventLoop
     let cache: TokenCache
     let upstream: ConnectionPool
+    /// Multiplexed HTTP/2 connections for gRPC and REST-over-HTTP/2 calls.
+    let upstreamH2: UpstreamH2Pool
     let upstreamOrigin: Origin
     let limits: ServerLimits
     let logger: Logger
     let clock: TokenClock
     var statistics = ProxyStatistics()
 
-    init(loop: EventLoop, cache: TokenCache, upstream: ConnectionPool, limits: ServerLimits, clock: TokenClock, logger: Logger) {
+    init(loop: EventLoop, cache: TokenCache, upstream: ConnectionPool, upstreamH2: UpstreamH2Pool, limits: ServerLimits, clock: TokenClock, logger: Logger) {
         self.loop = loop
         self.cache = cache
         self.upstream = upstream
+        self.upstreamH2 = upstreamH2
         self.upstreamOrigin = upstream.origin
         self.limits = limits
         self.clock = clock
@@ -31,10 +34,20 @@ public struct ProxyStatistics: Sendable, Equatable {
     public var forwarded = 0
     /// Calls answered by the sidecar itself, by HTTP status.
     public var refusedByStatus: [Int: Int] = [:]
+    /// gRPC calls answered by the sidecar itself, by gRPC status.
+    public var refusedByGRPCStatus: [Int: Int] = [:]
     /// Upstream answers relayed, by HTTP status.
     public var upstreamStatus: [Int: Int] = [:]
     /// Requests sent again after a reused upstream connection closed before answering.
     public var upstreamRetries = 0
     public var openConnections = 0
     public var acceptedConnections = 0
+}
+
+/// A client-facing connection the `ProxyServer` owns: HTTP/1.1, or HTTP/2 after the preface.
+protocol ClientConnection: AnyObject {
+    /// The one close path; idempotent.
+    func close(reason: String)
+    /// Stop taking new calls; close once the calls in flight are done.
+    func drain()
 }

@@ -8,7 +8,7 @@ import Glibc
 final class ProxyServer {
     private let core: ProxyCore
     private var listeners: [Listener] = []
-    private var connections: [ObjectIdentifier: HTTP1ProxyConnection] = [:]
+    private var connections: [ObjectIdentifier: ClientConnection] = [:]
     private var nextID = 0
     private var paused = false
     private var draining = false
@@ -56,7 +56,21 @@ final class ProxyServer {
         }
     }
 
-    func connectionClosed(_ connection: HTTP1ProxyConnection) {
+    /// An HTTP/1.1 connection saw the HTTP/2 preface: an HTTP/2 connection takes over its
+    /// socket (h2c with prior knowledge, as gRPC clients send on an insecure channel).
+    func upgrade(_ old: HTTP1ProxyConnection, transport: Transport) {
+        connections.removeValue(forKey: ObjectIdentifier(old))
+        do {
+            let h2 = try HTTP2ProxyConnection(transport: transport, core: core, server: self, id: old.id)
+            connections[ObjectIdentifier(h2)] = h2
+        } catch {
+            core.logger.warning("cannot start an HTTP/2 session", metadata: ["error": "\(error)"])
+            transport.close()
+            core.statistics.openConnections = connections.count
+        }
+    }
+
+    func connectionClosed(_ connection: ClientConnection) {
         connections.removeValue(forKey: ObjectIdentifier(connection))
         core.statistics.openConnections = connections.count
         if paused && connections.count < core.limits.maxConnections && !draining {

@@ -37,7 +37,11 @@ public final class Sidecar {
         // Enough upstream connections for every call a loop can usefully keep in flight.
         let upstream = ConnectionPool(loop: loop, origin: Origin(configuration.upstream), tls: upstreamTLS,
                                       maxConnections: 256, logger: logger)
-        core = ProxyCore(loop: loop, cache: cache, upstream: upstream, limits: configuration.limits, clock: clock, logger: logger)
+        // HTTP/2 upstream: TLS must agree on "h2" by ALPN; http:// speaks h2c with prior knowledge.
+        let upstreamH2TLS: TLSContext? = configuration.upstream.scheme == .https
+            ? try TLSContext.client(caFile: configuration.upstreamCAFile, alpn: ["h2"]) : nil
+        let upstreamH2 = UpstreamH2Pool(loop: loop, origin: Origin(configuration.upstream), tls: upstreamH2TLS, logger: logger)
+        core = ProxyCore(loop: loop, cache: cache, upstream: upstream, upstreamH2: upstreamH2, limits: configuration.limits, clock: clock, logger: logger)
         server = ProxyServer(core: core)
     }
 
@@ -73,6 +77,7 @@ public final class Sidecar {
             server.closeAll()
             provider.close()
             core.upstream.close()
+            core.upstreamH2.close()
             done()
         }
         let timer = loop.schedule(after: timeout) {

@@ -1,0 +1,3 @@
+#pragma once
+#include <sys/types.h>
+#include <nghttp2/nghttp2.h>

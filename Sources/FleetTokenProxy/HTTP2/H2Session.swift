@@ -1,0 +1,281 @@
+import CEvent
+import CNghttp2
+
+/// What an `H2Session` tells its owner. Every call comes from inside nghttp2 (while the
+/// session is receiving or sending), so the owner may submit frames but must not flush.
+protocol H2SessionDelegate: AnyObject {
+    /// A header block begins: request headers (server), response headers or trailers (client).
+    func h2BeginHeaders(stream: Int32)
+    func h2Header(stream: Int32, name: String, value: String)
+    /// The header block is complete; `endStream` says no DATA follows.
+    func h2HeadersEnded(stream: Int32, endStream: Bool)
+    /// A piece of a DATA frame. Flow-control credit is returned only by `consume`.
+    func h2Data(stream: Int32, bytes: UnsafeRawBufferPointer)
+    /// The peer ended its side of the stream with a DATA frame.
+    func h2DataEnded(stream: Int32)
+    /// The stream is closed; `errorCode` is 0 for a clean close.
+    func h2StreamClosed(stream: Int32, errorCode: UInt32)
+    /// nghttp2 wants body bytes for `stream`: copy at most `into.count` bytes.
+    func h2ReadBody(stream: Int32, into buffer: UnsafeMutableRawBufferPointer) -> H2BodyRead
+    /// The peer sent GOAWAY.
+    func h2GoAway(lastStreamID: Int32, errorCode: UInt32)
+}
+
+/// An answer to nghttp2's request for body bytes.
+enum H2BodyRead {
+    /// `count` bytes were copied; `end` ends the body, `trailers` says trailers follow (the
+    /// delegate has already submitted them).
+    case bytes(Int, end: Bool, trailers: Bool)
+    /// Nothing to send yet; `resumeData` is called when there is.
+    case deferred
+}
+
+/// One nghttp2 session (server or client side) on one `Transport`, with its C callbacks as
+/// trampolines into the delegate. Frames go out only in `flush()`, never from inside a callback.
+final class H2Session {
+    private(set) var session: OpaquePointer?
+    unowned(unsafe) let delegate: H2SessionDelegate
+    private unowned(unsafe) let transport: Transport
+    private var callbackDepth = 0
+    private var flushPending = false
+    /// Above this many bytes queued for the socket, frames wait in nghttp2 (backpressure).
+    let outputHighWater: Int
+
+    /// Creates a session; `isServer` picks the side. Automatic WINDOW_UPDATEs are off: credit is
+    /// returned with `consume` once bytes have been passed on, so a slow peer slows the other.
+    init(isServer: Bool, transport: Transport, delegate: H2SessionDelegate, outputHighWater: Int = 256 * 1024) throws(H2Error) {
+        self.transport = transport
+        self.delegate = delegate
+        self.outputHighWater = outputHighWater
+        var callbacks: OpaquePointer?
+        nghttp2_session_callbacks_new(&callbacks)
+        defer { nghttp2_session_callbacks_del(callbacks) }
+        Self.install(callbacks!)
+        var option: OpaquePointer?
+        nghttp2_option_new(&option)
+        defer { nghttp2_option_del(option) }
+        nghttp2_option_set_no_auto_window_update(option, 1)
+        // Unretained: the owner keeps this session alive until close(), which deletes it.
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        var s: OpaquePointer?
+        let rc = isServer
+            ? nghttp2_session_server_new2(&s, callbacks, context, option)
+            : nghttp2_session_client_new2(&s, callbacks, context, option)
+        guard rc == 0, let s else { throw H2Error(code: rc, context: "session") }
+        session = s
+    }
+
+    deinit { close() }
+
+    /// Frees the session. Idempotent.
+    func close() {
+        guard let session else { return }
+        self.session = nil
+        nghttp2_session_del(session)
+    }
+
+    /// Sends our SETTINGS (the first frame either side must send).
+    func submitSettings(maxConcurrentStreams: UInt32, initialWindowSize: UInt32 = 65_535) {
+        guard let session else { return }
+        var entries = [
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: maxConcurrentStreams),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: initialWindowSize),
+        ]
+        nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
+    }
+
+    /// Feeds every byte in the transport's input to nghttp2. Returns an error for a protocol
+    /// violation (the owner then flushes the GOAWAY nghttp2 queued, and closes).
+    func receiveInput() throws(H2Error) {
+        guard let session else { return }
+        let input = transport.input
+        var consumed = 0
+        var failure: H2Error?
+        callbackDepth += 1
+        forEachChain(of: input) { piece in
+            let rc = nghttp2_session_mem_recv(session, piece.baseAddress!.assumingMemoryBound(to: UInt8.self), piece.count)
+            if rc < 0 {
+                failure = H2Error(code: Int32(rc), context: "receive")
+                return false
+            }
+            consumed += rc
+            return true
+        }
+        callbackDepth -= 1
+        evbuffer_drain(input, consumed)
+        if let failure { throw failure }
+    }
+
+    /// Serializes queued frames into the transport, until nghttp2 has nothing more or the
+    /// socket side is over its high-water mark. Deferred while inside a callback.
+    func flush() {
+        guard let session else { return }
+        if callbackDepth > 0 { flushPending = true; return }
+        flushPending = false
+        while transport.outputLength < outputHighWater {
+            var data: UnsafePointer<UInt8>?
+            let n = nghttp2_session_mem_send(session, &data)
+            if n <= 0 { break }
+            transport.write(UnsafeRawBufferPointer(start: data, count: n))
+        }
+    }
+
+    /// True while the session has anything left to read or write.
+    var isAlive: Bool {
+        guard let session else { return false }
+        return nghttp2_session_want_read(session) != 0 || nghttp2_session_want_write(session) != 0
+    }
+
+    // MARK: Submitting
+
+    /// Opens a client stream; `hasBody` attaches a body read through `h2ReadBody`.
+    func submitRequest(_ headers: [(String, String)], hasBody: Bool) -> Int32 {
+        guard let session else { return -1 }
+        return withNV(headers) { nva, count in
+            if hasBody {
+                var provider = Self.bodyProvider
+                return nghttp2_submit_request(session, nil, nva, count, &provider, nil)
+            }
+            return nghttp2_submit_request(session, nil, nva, count, nil, nil)
+        }
+    }
+
+    func submitResponse(stream: Int32, _ headers: [(String, String)], hasBody: Bool) {
+        guard let session else { return }
+        _ = withNV(headers) { nva, count in
+            if hasBody {
+                var provider = Self.bodyProvider
+                return nghttp2_submit_response(session, stream, nva, count, &provider)
+            }
+            return nghttp2_submit_response(session, stream, nva, count, nil)
+        }
+    }
+
+    func submitTrailer(stream: Int32, _ headers: [(String, String)]) {
+        guard let session else { return }
+        _ = withNV(headers) { nva, count in nghttp2_submit_trailer(session, stream, nva, count) }
+    }
+
+    func resetStream(_ stream: Int32, errorCode: UInt32) {
+        guard let session else { return }
+        nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), stream, errorCode)
+    }
+
+    /// A body that returned `.deferred` has bytes (or its end) now.
+    func resumeData(stream: Int32) {
+        guard let session else { return }
+        nghttp2_session_resume_data(session, stream)
+    }
+
+    /// Gives the peer `count` bytes of flow-control credit back (stream and connection).
+    func consume(stream: Int32, count: Int) {
+        guard let session, count > 0 else { return }
+        if nghttp2_session_consume(session, stream, count) != 0 {
+            // The stream is gone; the connection window still needs its credit.
+            nghttp2_session_consume_connection(session, count)
+        }
+    }
+
+    func goAway(errorCode: UInt32 = 0) {
+        guard let session else { return }
+        nghttp2_session_terminate_session(session, errorCode)
+    }
+
+    /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS.
+    var remoteMaxConcurrentStreams: Int {
+        guard let session else { return 0 }
+        return Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
+    }
+
+    // MARK: Callbacks
+
+    private static func from(_ userData: UnsafeMutableRawPointer?) -> H2Session {
+        Unmanaged<H2Session>.fromOpaque(userData!).takeUnretainedValue()
+    }
+
+    private static let bodyProvider = nghttp2_data_provider(
+        source: nghttp2_data_source(ptr: nil),
+        read_callback: { _, stream, buffer, length, flags, _, userData in
+            let me = H2Session.from(userData)
+            switch me.delegate.h2ReadBody(stream: stream, into: UnsafeMutableRawBufferPointer(start: buffer, count: length)) {
+            case .deferred:
+                return ssize_t(NGHTTP2_ERR_DEFERRED.rawValue)
+            case .bytes(let n, let end, let trailers):
+                if end { flags!.pointee |= UInt32(NGHTTP2_DATA_FLAG_EOF.rawValue) }
+                if end && trailers { flags!.pointee |= UInt32(NGHTTP2_DATA_FLAG_NO_END_STREAM.rawValue) }
+                return ssize_t(n)
+            }
+        })
+
+    private static func install(_ callbacks: OpaquePointer) {
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
+            let me = H2Session.from(userData)
+            me.delegate.h2BeginHeaders(stream: frame!.pointee.hd.stream_id)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
+            let me = H2Session.from(userData)
+            let n = String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self)
+            let v = String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
+            me.delegate.h2Header(stream: frame!.pointee.hd.stream_id, name: n, value: v)
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
+            let me = H2Session.from(userData)
+            let hd = frame!.pointee.hd
+            let endStream = hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+            switch UInt32(hd.type) {
+            case NGHTTP2_HEADERS.rawValue:
+                me.delegate.h2HeadersEnded(stream: hd.stream_id, endStream: endStream)
+            case NGHTTP2_DATA.rawValue:
+                if endStream { me.delegate.h2DataEnded(stream: hd.stream_id) }
+            case NGHTTP2_GOAWAY.rawValue:
+                let goaway = frame!.pointee.goaway
+                me.delegate.h2GoAway(lastStreamID: goaway.last_stream_id, errorCode: goaway.error_code)
+            default:
+                break
+            }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, stream, data, length, userData in
+            let me = H2Session.from(userData)
+            me.delegate.h2Data(stream: stream, bytes: UnsafeRawBufferPointer(start: data, count: length))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, stream, errorCode, userData in
+            let me = H2Session.from(userData)
+            me.delegate.h2StreamClosed(stream: stream, errorCode: errorCode)
+            return 0
+        }
+    }
+
+    private func withNV<R>(_ headers: [(String, String)], _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
+        // nghttp2 copies names and values during submit, so these buffers need only live
+        // for the call.
+        var storage: [UInt8] = []
+        storage.reserveCapacity(headers.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count })
+        var spans: [(Int, Int, Int, Int)] = []
+        for (name, value) in headers {
+            let ns = storage.count
+            storage.append(contentsOf: name.utf8)
+            let vs = storage.count
+            storage.append(contentsOf: value.utf8)
+            spans.append((ns, vs - ns, vs, storage.count - vs))
+        }
+        return storage.withUnsafeMutableBufferPointer { raw in
+            let base = raw.baseAddress ?? UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
+            var nva = spans.map { s in
+                nghttp2_nv(name: base + s.0, value: base + s.2, namelen: s.1, valuelen: s.3,
+                           flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+            }
+            return nva.withUnsafeMutableBufferPointer { body($0.baseAddress!, $0.count) }
+        }
+    }
+}
+
+/// An nghttp2 failure, with nghttp2's own text.
+struct H2Error: Error, CustomStringConvertible {
+    let code: Int32
+    let context: String
+    var description: String { "HTTP/2 \(context): " + String(cString: nghttp2_strerror(code)) }
+}

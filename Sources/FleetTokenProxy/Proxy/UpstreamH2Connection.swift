@@ -1,0 +1,285 @@
+import CEvent
+import CNghttp2
+import Logging
+
+/// One multiplexed HTTP/2 connection to Fleet Engine (TLS with ALPN `h2`, or h2c with prior
+/// knowledge for an `http://` upstream), carrying the streams of many client calls.
+/// Owned by its `UpstreamH2Pool`, which is its one close path.
+final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
+    enum State { case connecting, ready, goingAway, closed }
+
+    private(set) var state: State = .connecting
+    private var transport: Transport!
+    private var session: H2Session?
+    private unowned let pool: UpstreamH2Pool
+    private let origin: Origin
+    private let isTLS: Bool
+    /// Calls waiting for the connection to be ready.
+    private var pending: [H2Call] = []
+    private var streams: [Int32: H2Call] = [:]
+    private var flushScheduled = false
+    private let loop: EventLoop
+    let id: Int
+
+    init(bev: OpaquePointer, pool: UpstreamH2Pool, origin: Origin, isTLS: Bool, loop: EventLoop, id: Int) {
+        self.pool = pool
+        self.origin = origin
+        self.isTLS = isTLS
+        self.loop = loop
+        self.id = id
+        transport = Transport(bev: bev, delegate: self, directWrites: !isTLS)
+    }
+
+    /// Streams open or waiting: what the pool balances on.
+    var load: Int { streams.count + pending.count }
+
+    /// Room for one more stream within the peer's SETTINGS_MAX_CONCURRENT_STREAMS.
+    var hasRoom: Bool {
+        switch state {
+        case .connecting: return load < 100
+        case .ready: return load < max(1, min(session?.remoteMaxConcurrentStreams ?? 100, 1000))
+        case .goingAway, .closed: return false
+        }
+    }
+
+    // MARK: Calls
+
+    /// Sends `call` on this connection now, or once it is ready.
+    func start(_ call: H2Call) {
+        call.upstream = self
+        call.attempts += 1
+        guard state == .ready, let session else {
+            pending.append(call)
+            return
+        }
+        var headers: [(String, String)] = [
+            (":method", call.method), (":scheme", isTLS ? "https" : "http"),
+            (":authority", origin.hostHeader), (":path", call.path),
+        ]
+        headers.reserveCapacity(call.headers.count + 5)
+        headers.append(contentsOf: call.headers)
+        headers.append(("authorization", "Bearer " + (call.token ?? "")))
+        let hasBody = !call.requestEnded || evbuffer_get_length(call.requestBody) > 0
+        let stream = session.submitRequest(headers, hasBody: hasBody)
+        guard stream > 0 else {
+            call.upstream = nil
+            call.client.upstreamFailed(call, failure: .upstreamUnavailable("cannot open a stream to \(origin)"), errorCode: 0)
+            return
+        }
+        call.upstreamStream = stream
+        streams[stream] = call
+        flushSoon()
+    }
+
+    /// More request body (or its end) is there for a call whose body was deferred.
+    func resume(_ call: H2Call) {
+        guard call.upstreamDeferred, call.upstreamStream > 0, let session else { return }
+        call.upstreamDeferred = false
+        session.resumeData(stream: call.upstreamStream)
+        flushSoon()
+    }
+
+    /// Credit for response bytes the client side has taken.
+    func consume(_ call: H2Call, count: Int) {
+        session?.consume(stream: call.upstreamStream, count: count)
+        flushSoon()
+    }
+
+    /// The client side gave up on `call`: reset its upstream stream.
+    func cancel(_ call: H2Call) {
+        if let i = pending.firstIndex(where: { $0 === call }) { pending.remove(at: i) }
+        call.upstream = nil
+        guard call.upstreamStream > 0, streams.removeValue(forKey: call.upstreamStream) != nil else { return }
+        session?.resetStream(call.upstreamStream, errorCode: UInt32(NGHTTP2_CANCEL.rawValue))
+        flushSoon()
+        pool.loadChanged(self)
+    }
+
+    // MARK: TransportDelegate
+
+    func transportReadable(_ transport: Transport) {
+        guard let session else { return }
+        do {
+            try session.receiveInput()
+        } catch {
+            session.flush()
+            pool.discard(self, reason: "\(error)")
+            return
+        }
+        flush()
+    }
+
+    func transportWritable(_ transport: Transport) { flush() }
+
+    func transportEvent(_ transport: Transport, events: Int16) {
+        let e = Int32(events)
+        if e & BEV_EVENT_CONNECTED != 0 {
+            connected()
+            return
+        }
+        if e & BEV_EVENT_TIMEOUT != 0 && state == .ready {
+            if streams.isEmpty && pending.isEmpty {
+                pool.discard(self, reason: "idle")
+            } else {
+                transport.enableReading() // the calls' own deadlines bound a slow answer
+            }
+            return
+        }
+        pool.discard(self, reason: transport.describe(events: e))
+    }
+
+    private func connected() {
+        guard let bev = transport.bev else { return }
+        Dialer.setNoDelay(bev)
+        if isTLS, Dialer.negotiatedALPN(bev) != "h2" {
+            pool.discard(self, reason: "\(origin) did not agree to HTTP/2 (ALPN)")
+            return
+        }
+        // The connect timeout stays as the idle bound: an idle connection is closed after it.
+        do {
+            let session = try H2Session(isServer: false, transport: transport, delegate: self)
+            session.submitSettings(maxConcurrentStreams: 100, initialWindowSize: 1 << 20)
+            self.session = session
+        } catch {
+            pool.discard(self, reason: "\(error)")
+            return
+        }
+        state = .ready
+        let waiting = pending
+        pending.removeAll()
+        for call in waiting where !call.finished { start(call) }
+        flush()
+        pool.loadChanged(self)
+    }
+
+    // MARK: Flushing
+
+    func flush() {
+        guard let session, state != .closed else { return }
+        session.flush()
+        if state == .goingAway && streams.isEmpty { pool.discard(self, reason: "GOAWAY and no streams left") }
+    }
+
+    private func flushSoon() {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        loop.schedule(after: 0) { [weak self] in
+            guard let self else { return }
+            flushScheduled = false
+            flush()
+        }
+    }
+
+    // MARK: H2SessionDelegate — Fleet Engine's side
+
+    func h2BeginHeaders(stream: Int32) {
+        guard let call = streams[stream] else { return }
+        if call.responseHeadReceived { call.responseTrailers = [] }
+    }
+
+    func h2Header(stream: Int32, name: String, value: String) {
+        guard let call = streams[stream] else { return }
+        if call.responseTrailers != nil {
+            call.responseTrailers!.append((name, value))
+        } else {
+            call.responseHeaders.append((name, value))
+        }
+    }
+
+    func h2HeadersEnded(stream: Int32, endStream: Bool) {
+        guard let call = streams[stream] else { return }
+        if !call.responseHeadReceived {
+            // An interim 1xx head is not the answer.
+            if let status = call.responseHeaders.first(where: { $0.0 == ":status" })?.1, status.hasPrefix("1") {
+                call.responseHeaders.removeAll()
+                return
+            }
+            call.responseHeadReceived = true
+            if endStream { call.responseEnded = true }
+            call.client.upstreamResponseHead(call, endStream: endStream)
+        } else {
+            // Trailers end the response.
+            call.responseEnded = true
+            call.client.upstreamResponseProgress(call)
+        }
+    }
+
+    func h2Data(stream: Int32, bytes: UnsafeRawBufferPointer) {
+        guard let call = streams[stream], !call.finished else {
+            session?.consume(stream: stream, count: bytes.count)
+            return
+        }
+        evbuffer_add(call.responseBody, bytes.baseAddress, bytes.count)
+        call.client.upstreamResponseProgress(call)
+    }
+
+    func h2DataEnded(stream: Int32) {
+        guard let call = streams[stream] else { return }
+        call.responseEnded = true
+        call.client.upstreamResponseProgress(call)
+    }
+
+    func h2StreamClosed(stream: Int32, errorCode: UInt32) {
+        guard let call = streams.removeValue(forKey: stream) else { return }
+        defer { pool.loadChanged(self) }
+        call.upstream = nil
+        if call.responseEnded && errorCode == 0 { return }
+        // Refused before the upstream did anything with it, and nothing of its body has left:
+        // safe to send again on another connection.
+        if errorCode == UInt32(NGHTTP2_REFUSED_STREAM.rawValue) && call.requestBytesSent == 0 && call.attempts < 3 && !call.finished {
+            call.upstreamStream = -1
+            pool.start(call)
+            return
+        }
+        call.client.upstreamFailed(call, failure: .upstreamUnavailable(
+            "\(origin) reset the stream (\(String(cString: nghttp2_http2_strerror(errorCode))))"), errorCode: errorCode)
+    }
+
+    func h2ReadBody(stream: Int32, into buffer: UnsafeMutableRawBufferPointer) -> H2BodyRead {
+        guard let call = streams[stream] else { return .bytes(0, end: true, trailers: false) }
+        let n = Int(evbuffer_remove(call.requestBody, buffer.baseAddress, buffer.count))
+        if n > 0 {
+            call.requestBytesSent += n
+            call.client.requestBytesForwarded(call, count: n)
+        }
+        if evbuffer_get_length(call.requestBody) == 0 && call.requestEnded {
+            return .bytes(max(n, 0), end: true, trailers: false)
+        }
+        if n <= 0 {
+            call.upstreamDeferred = true
+            return .deferred
+        }
+        return .bytes(n, end: false, trailers: false)
+    }
+
+    func h2GoAway(lastStreamID: Int32, errorCode: UInt32) {
+        // Streams above lastStreamID come back as REFUSED_STREAM and are sent again; new calls
+        // go to another connection.
+        state = .goingAway
+        pool.loadChanged(self)
+    }
+
+    // MARK: Closing (by the pool only)
+
+    /// Fails every call still on this connection and frees it.
+    func closeAndFail(reason: String) {
+        guard state != .closed else { return }
+        state = .closed
+        let open = Array(streams.values) + pending
+        streams.removeAll()
+        pending.removeAll()
+        session?.close()
+        session = nil
+        transport.close()
+        for call in open {
+            call.upstream = nil
+            if !call.responseSubmitted && call.requestBytesSent == 0 && call.attempts < 3 && !call.finished {
+                call.upstreamStream = -1
+                pool.start(call) // never reached the upstream: try another connection
+            } else {
+                call.client.upstreamFailed(call, failure: .upstreamUnavailable("connection to \(origin) broke: \(reason)"),
+                                           errorCode: UInt32(NGHTTP2_INTERNAL_ERROR.rawValue))
+            }
+        }
+    }
+}

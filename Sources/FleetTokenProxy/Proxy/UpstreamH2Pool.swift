@@ -1,0 +1,78 @@
+import CEvent
+import Logging
+
+/// A few multiplexed HTTP/2 connections to Fleet Engine shared by every HTTP/2 call: a call
+/// goes on the least loaded connection with room under the peer's stream limit; a new
+/// connection is opened only when none has room.
+final class UpstreamH2Pool {
+    let origin: Origin
+    private let loop: EventLoop
+    private let tls: TLSContext?
+    private let maxConnections: Int
+    private let connectTimeout: Double
+    private let logger: Logger
+    private var connections: [UpstreamH2Connection] = []
+    /// Calls waiting because every connection is full and no more may be opened.
+    private var waiting = FIFO<H2Call>()
+    private var nextID = 0
+    private var closed = false
+
+    init(loop: EventLoop, origin: Origin, tls: TLSContext?, maxConnections: Int = 4, connectTimeout: Double = 10, logger: Logger) {
+        self.loop = loop
+        self.origin = origin
+        self.tls = tls
+        self.maxConnections = maxConnections
+        self.connectTimeout = connectTimeout
+        self.logger = logger
+    }
+
+    /// Forwards `call` (its token is attached by the connection).
+    func start(_ call: H2Call) {
+        guard !closed else {
+            call.client.upstreamFailed(call, failure: .upstreamUnavailable("shutting down"), errorCode: 0)
+            return
+        }
+        if let best = connections.filter(\.hasRoom).min(by: { $0.load < $1.load }) {
+            best.start(call)
+            return
+        }
+        if connections.count < maxConnections {
+            switch Dialer.connect(loop: loop, origin: origin, tls: tls, timeout: connectTimeout) {
+            case .failure(let failure):
+                call.client.upstreamFailed(call, failure: failure, errorCode: 0)
+            case .success(let bev):
+                nextID += 1
+                let connection = UpstreamH2Connection(bev: bev, pool: self, origin: origin, isTLS: tls != nil, loop: loop, id: nextID)
+                connections.append(connection)
+                connection.start(call)
+            }
+            return
+        }
+        waiting.push(call)
+    }
+
+    /// A connection's streams changed: hand it waiting calls if it has room now.
+    func loadChanged(_ connection: UpstreamH2Connection) {
+        while connection.hasRoom, let call = waiting.pop() {
+            if !call.finished { connection.start(call) }
+        }
+    }
+
+    /// Closes a connection that broke, went away or idled; its calls are retried or failed.
+    func discard(_ connection: UpstreamH2Connection, reason: String) {
+        guard let i = connections.firstIndex(where: { $0 === connection }) else { return }
+        connections.remove(at: i)
+        logger.debug("upstream HTTP/2 connection closed", metadata: ["origin": "\(origin)", "reason": "\(reason)"])
+        connection.closeAndFail(reason: reason)
+        if let call = waiting.pop() { start(call) }
+    }
+
+    func close() {
+        closed = true
+        for c in connections { c.closeAndFail(reason: "shutting down") }
+        connections.removeAll()
+        while let call = waiting.pop() {
+            call.client.upstreamFailed(call, failure: .upstreamUnavailable("shutting down"), errorCode: 0)
+        }
+    }
+}
