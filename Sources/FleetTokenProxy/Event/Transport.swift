@@ -32,18 +32,25 @@ final class Transport {
         // Unretained context: the delegate keeps this object alive until close() frees `bev`.
         let context = Unmanaged.passUnretained(self).toOpaque()
         bufferevent_setcb(bev, { _, arg in
-            let transport = Unmanaged<Transport>.fromOpaque(arg!).takeUnretainedValue()
-            transport.delegate.transportReadable(transport)
+            Transport.deliver(arg) { $1.transportReadable($0) }
         }, { _, arg in
-            let transport = Unmanaged<Transport>.fromOpaque(arg!).takeUnretainedValue()
-            transport.delegate.transportWritable(transport)
+            Transport.deliver(arg) { $1.transportWritable($0) }
         }, { _, events, arg in
-            let transport = Unmanaged<Transport>.fromOpaque(arg!).takeUnretainedValue()
-            transport.delegate.transportEvent(transport, events: events)
+            Transport.deliver(arg) { $1.transportEvent($0, events: events) }
         }, context)
     }
 
     deinit { close() }
+
+    /// Calls into the delegate from a C callback with both objects held strongly: the
+    /// delegate may close and drop its last reference while it runs.
+    private static func deliver(_ arg: UnsafeMutableRawPointer?, _ body: (Transport, TransportDelegate) -> Void) {
+        let transport = Unmanaged<Transport>.fromOpaque(arg!).takeUnretainedValue()
+        let delegate: TransportDelegate = transport.delegate
+        withExtendedLifetime(transport) {
+            withExtendedLifetime(delegate) { body(transport, delegate) }
+        }
+    }
 
     var isOpen: Bool { bev != nil }
 

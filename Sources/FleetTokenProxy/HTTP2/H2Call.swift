@@ -34,6 +34,9 @@ final class H2Call {
 
     // Upstream side.
     weak var upstream: UpstreamH2Connection?
+    /// The connection that carried the response: it is owed flow-control credit for response
+    /// bytes as the client takes them, even after its stream has closed.
+    weak var creditTo: UpstreamH2Connection?
     var upstreamStream: Int32 = -1
     var upstreamDeferred = false
     var attempts = 0

@@ -194,9 +194,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     func h2ReadBody(stream: Int32, into buffer: UnsafeMutableRawBufferPointer) -> H2BodyRead {
         guard let call = calls[stream] else { return .bytes(0, end: true, trailers: false) }
         let n = Int(evbuffer_remove(call.responseBody, buffer.baseAddress, buffer.count))
-        if n > 0, let upstream = call.upstream, call.upstreamStream > 0 {
-            upstream.consume(call, count: n)
-        }
+        if n > 0, let upstream = call.creditTo { upstream.consume(call, count: n) }
         if evbuffer_get_length(call.responseBody) == 0 && call.responseEnded {
             if let trailers = call.responseTrailers {
                 session.submitTrailer(stream: stream, trailers)

@@ -50,7 +50,12 @@ enum HopByHop {
     /// The extra field names a `Connection` header lists as hop-by-hop.
     static func connectionTokens(_ headers: HTTPHeaders) -> [Substring] {
         var tokens: [Substring] = []
-        for value in headers.values("connection") {
+        let values = headers.values("connection")
+        // The usual value names no other field; skip the split.
+        if values.count == 1, values[0].asciiCaseInsensitiveEquals("keep-alive") || values[0].asciiCaseInsensitiveEquals("close") {
+            return []
+        }
+        for value in values {
             for part in value.split(separator: ",") {
                 let t = part.trimmingSpaces
                 if !t.isEmpty { tokens.append(t) }

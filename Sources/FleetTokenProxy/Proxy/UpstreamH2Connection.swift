@@ -67,6 +67,7 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
             return
         }
         call.upstreamStream = stream
+        call.creditTo = self
         streams[stream] = call
         flushSoon()
     }
