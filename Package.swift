@@ -24,12 +24,18 @@ let package = Package(
             pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]
         ),
+        // zlib, to read gRPC messages sent with grpc-encoding: gzip.
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         // Function wrappers for C macros Swift cannot call (OpenSSL's SSL_set_tlsext_host_name...).
         .target(name: "CShims", dependencies: ["CEvent", "COpenSSL"]),
         .target(
             name: "FleetTokenProxy",
             dependencies: [
-                "CEvent", "COpenSSL", "CShims",
+                "CEvent", "COpenSSL", "CShims", "CZlib",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
