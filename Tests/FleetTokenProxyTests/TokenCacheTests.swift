@@ -627,7 +627,7 @@ final class TokenCacheTests: XCTestCase {
         let later = Answers()
         cache.token(for: vehicle("a"), completion: later.completion)
         XCTAssertEqual(later.results.count, 0, "served something without a new fetch")
-        XCTAssertEqual(fetcher.calls.count, 2)
+        guard fetcher.calls.count == 2 else { return XCTFail("\(fetcher.calls.count) fetches, not 2") }
         let right = makeJWT(exp: clock.wallNow + 3600, iat: clock.wallNow, vehicleID: "a")
         fetcher.complete(1, with: .success(FetchedToken(token: right, expiresAt: clock.wallNow + 3600, issuedAt: clock.wallNow)))
         XCTAssertEqual(later.tokens, [right])

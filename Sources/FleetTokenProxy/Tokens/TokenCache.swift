@@ -136,6 +136,8 @@ public final class TokenCache {
     ) {
         precondition(maxEntities >= 1, "the token cache needs room for at least one entity")
         precondition(maxWaiters >= 1, "an entity needs room for at least one waiting call")
+        // A zero step would probe (and, with timers, re-arm) without ever waiting.
+        precondition(backoff.initial > 0 && backoff.maximum > 0, "backoff steps must be longer than zero")
         self.fetcher = fetcher
         self.clock = clock
         self.timing = timing
