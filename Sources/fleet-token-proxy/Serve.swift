@@ -39,6 +39,8 @@ struct Serve: ParsableCommand {
     var providerTimeout: Double = 10
     @Flag(help: "Refresh tokens only when a call needs one (no timers).")
     var lazyRefresh = false
+    @Option(help: "Longest wait, in seconds, between token provider fetches for an entity whose fetches keep failing.")
+    var providerBackoffMax: Double = 60
     @Option(help: "Admin listener for /healthz, /readyz and /metrics (off unless given).")
     var adminListen: String?
     @Option(help: "Permissions (octal) of a unix:/path listener.")
@@ -75,6 +77,7 @@ struct Serve: ParsableCommand {
         config.providerConcurrency = providerConcurrency
         config.providerTimeout = providerTimeout
         config.lazyRefresh = lazyRefresh
+        config.providerBackoffMax = providerBackoffMax
         config.adminListen = try adminListen.map { try ListenAddress.parse($0) }
         if let socketMode {
             guard let mode = UInt32(socketMode, radix: 8), mode <= 0o777 else {

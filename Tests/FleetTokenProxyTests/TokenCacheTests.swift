@@ -10,8 +10,11 @@ final class TokenCacheTests: XCTestCase {
         fetcher = FakeFetcher()
     }
 
-    private func makeCache(maxEntities: Int = 100, timing: TokenTiming = TokenTiming()) -> TokenCache {
-        TokenCache(fetcher: fetcher, clock: clock, timing: timing, maxEntities: maxEntities)
+    /// Lazy refresh (no scheduler) and no jitter: refresh points and backoff steps are exact.
+    private func makeCache(maxEntities: Int = 100, timing: TokenTiming = TokenTiming(),
+                           backoff: BackoffPolicy = BackoffPolicy(), maxWaiters: Int = 1024) -> TokenCache {
+        TokenCache(fetcher: fetcher, clock: clock, timing: timing, maxEntities: maxEntities,
+                   backoff: backoff, maxWaiters: maxWaiters, random: { 0 })
     }
 
     /// A token of `lifetime` seconds issued now.
@@ -99,7 +102,7 @@ final class TokenCacheTests: XCTestCase {
 
     // MARK: Failures
 
-    func testFailureReachesEveryWaiterAndNextCallFetchesAgain() {
+    func testFailureReachesEveryWaiterAndTheFirstCallAfterTheBackoffStepFetchesAgain() {
         let cache = makeCache()
         let answers = Answers()
         for _ in 0..<10 { cache.token(for: vehicle("v1"), completion: answers.completion) }
@@ -108,6 +111,12 @@ final class TokenCacheTests: XCTestCase {
         XCTAssertEqual(answers.failures, Array(repeating: failure, count: 10))
         XCTAssertEqual(answers.tokens, [])
 
+        let during = Answers()
+        cache.token(for: vehicle("v1"), completion: during.completion)
+        XCTAssertEqual(during.failures, [failure], "answered at once with the last error")
+        XCTAssertEqual(fetcher.calls.count, 1)
+
+        clock.advance(by: 1)
         let retry = Answers()
         cache.token(for: vehicle("v1"), completion: retry.completion)
         XCTAssertEqual(fetcher.calls.count, 2)
@@ -248,10 +257,11 @@ final class TokenCacheTests: XCTestCase {
         XCTAssertEqual(beforeFloor.tokens, ["tok-1"])
         fetcher.complete(2, with: .failure(.providerUnavailable("down")))
 
-        clock.advance(by: 1)  // 60 s left
+        clock.advance(by: 1)  // 60 s left, backing off after two failures
         let atFloor = Answers()
         cache.token(for: vehicle("v1"), completion: atFloor.completion)
-        XCTAssertEqual(atFloor.results.count, 0)
+        XCTAssertEqual(atFloor.tokens, [], "served a token with only the minimum validity left")
+        XCTAssertEqual(atFloor.failures, [.providerUnavailable("down")])
     }
 
     func testSixtySecondTokenRefreshesAfterThirtyAndStopsAtFifteenLeft() {
@@ -407,7 +417,7 @@ final class TokenCacheTests: XCTestCase {
         XCTAssertEqual(fetcher.calls.count, 1)
     }
 
-    func testCompletionAfterFailureMayRetryAndStartsOneNewFetch() {
+    func testCompletionRetryingAtOnceAfterAFailureGetsTheFailureWithoutAFetch() {
         let cache = makeCache()
         let retried = Answers()
         for _ in 0..<3 {
@@ -416,9 +426,25 @@ final class TokenCacheTests: XCTestCase {
             }
         }
         fetcher.complete(0, with: .failure(.providerUnavailable("down")))
-        XCTAssertEqual(fetcher.calls.count, 2, "three retries share one new fetch")
-        fetcher.complete(1, with: fetched("tok-1"))
-        XCTAssertEqual(retried.tokens, ["tok-1", "tok-1", "tok-1"])
+        XCTAssertEqual(retried.failures, Array(repeating: .providerUnavailable("down"), count: 3))
+        XCTAssertEqual(fetcher.calls.count, 1)
+    }
+
+    func testCompletionRetryingAfterTheStepStartsOneNewFetchForAllRetries() {
+        let cache = makeCache()
+        let retried = Answers()
+        cache.token(for: vehicle("v1")) { _ in }
+        fetcher.complete(0, with: .failure(.providerUnavailable("down")))
+        clock.advance(by: 1)
+        for _ in 0..<3 {
+            cache.token(for: vehicle("v1")) { result in
+                if case .failure = result { cache.token(for: vehicle("v1"), completion: retried.completion) }
+            }
+        }
+        XCTAssertEqual(fetcher.calls.count, 2)
+        fetcher.complete(1, with: .failure(.providerUnavailable("still down")))
+        XCTAssertEqual(retried.failures, Array(repeating: .providerUnavailable("still down"), count: 3))
+        XCTAssertEqual(fetcher.calls.count, 2, "three retries during the next step fetch nothing")
     }
 
     func testCompletionThatEvictsOtherEntitiesDoesNotLoseWaiters() {
@@ -432,5 +458,227 @@ final class TokenCacheTests: XCTestCase {
         XCTAssertEqual(answers.tokens, ["tok-a"])
         XCTAssertEqual(cache.count, 2)
         XCTAssertEqual(fetcher.fetchedKeys, [vehicle("a"), vehicle("x"), vehicle("y"), vehicle("z")])
+    }
+
+    // MARK: Backoff
+
+    func testHotLoopDuringAnOutageSendsOnlyOneProbePerBackoffStep() {
+        let cache = makeCache(backoff: BackoffPolicy(initial: 1, maximum: 8))
+        fetcher.autoAnswer = { _ in .failure(.providerUnavailable("token provider answered HTTP 503")) }
+        var answered = 0
+        var fetchTimes: [Double] = []
+        let start = clock.monotonicNow
+        // A call every 1/64 s (exact in binary, so step ends fall on a call) for 40 s.
+        for _ in 0..<2560 {
+            let before = fetcher.calls.count
+            cache.token(for: vehicle("v1")) { result in
+                if case .failure = result { answered += 1 }
+            }
+            if fetcher.calls.count > before { fetchTimes.append(clock.monotonicNow - start) }
+            clock.advance(by: 1.0 / 64)
+        }
+        XCTAssertEqual(answered, 2560, "every call answered at once")
+        // Steps of 1, 2, 4, 8, 8, 8... seconds: probes at 0, 1, 3, 7, 15, 23, 31, 39.
+        XCTAssertEqual(fetchTimes, [0, 1, 3, 7, 15, 23, 31, 39])
+        XCTAssertEqual(cache.statistics.refusedDuringBackoff, 2560 - 8)
+    }
+
+    func testRecoveredProviderIsUsedAgainWithinOneStep() {
+        let cache = makeCache(backoff: BackoffPolicy(initial: 1, maximum: 8))
+        fetcher.autoAnswer = { _ in .failure(.providerUnavailable("down")) }
+        for _ in 0..<1500 {  // 15 s of calls: the step is now 8 s
+            cache.token(for: vehicle("v1")) { _ in }
+            clock.advance(by: 0.01)
+        }
+        fetcher.autoAnswer = { key in .success(FetchedToken(token: "tok-" + key.id, expiresAt: self.clock.wallNow + 3600)) }
+        let recoveredAt = clock.monotonicNow
+        var firstToken: Double?
+        while firstToken == nil && clock.monotonicNow - recoveredAt < 20 {
+            cache.token(for: vehicle("v1")) { result in
+                if case .success = result { firstToken = self.clock.monotonicNow }
+            }
+            clock.advance(by: 0.01)
+        }
+        let waited = try? XCTUnwrap(firstToken) - recoveredAt
+        XCTAssertNotNil(waited)
+        XCTAssertLessThanOrEqual(waited ?? 99, 8, "a recovered provider must be used within one step")
+    }
+
+    func testFailedRefreshKeepsServingTheOldTokenAndProbesOncePerStep() {
+        let cache = makeCache()
+        prime(cache, vehicle("v1"), "tok-1")
+        clock.advance(by: 3300)
+        cache.token(for: vehicle("v1")) { _ in }
+        fetcher.complete(1, with: .failure(.providerUnavailable("down")))
+
+        let answers = Answers()
+        for _ in 0..<63 {
+            clock.advance(by: 1.0 / 64)
+            cache.token(for: vehicle("v1"), completion: answers.completion)
+        }
+        XCTAssertEqual(answers.tokens, Array(repeating: "tok-1", count: 63))
+        XCTAssertEqual(fetcher.calls.count, 2, "no probe before the one-second step ends")
+        clock.advance(by: 1.0 / 64)
+        cache.token(for: vehicle("v1"), completion: answers.completion)
+        XCTAssertEqual(fetcher.calls.count, 3)
+        XCTAssertEqual(answers.tokens.count, 64)
+    }
+
+    func testBackoffIsPerEntity() {
+        let cache = makeCache()
+        cache.token(for: vehicle("down")) { _ in }
+        fetcher.complete(0, with: .failure(.providerUnavailable("down")))
+        let other = Answers()
+        cache.token(for: vehicle("up"), completion: other.completion)
+        XCTAssertEqual(fetcher.fetchedKeys, [vehicle("down"), vehicle("up")])
+    }
+
+    func testBackoffJitterStaysWithinHalfAStepAndTheStep() {
+        for jitter in [0.0, 0.3, 0.999] {
+            let cache = TokenCache(fetcher: fetcher, clock: clock, timing: TokenTiming(), maxEntities: 10, random: { jitter })
+            let key = vehicle("j\(jitter)")
+            let first = fetcher.calls.count
+            cache.token(for: key) { _ in }
+            fetcher.complete(first, with: .failure(.providerUnavailable("down")))
+            let retryAt = clock.monotonicNow + (1 - jitter / 2)
+            clock.advance(by: retryAt - 0.001 - clock.monotonicNow)
+            cache.token(for: key) { _ in }
+            XCTAssertEqual(fetcher.calls.count, first + 1, "no probe before the jittered step, jitter \(jitter)")
+            clock.advance(by: retryAt - clock.monotonicNow)
+            cache.token(for: key) { _ in }
+            XCTAssertEqual(fetcher.calls.count, first + 2, "a probe once the jittered step is over, jitter \(jitter)")
+            fetcher.complete(first + 1, with: fetched("tok"))
+        }
+    }
+
+    // MARK: Waiters
+
+    func testCallsPastTheWaiterBoundAreRefusedAtOnceWithAClearError() {
+        let cache = makeCache(maxWaiters: 1024)
+        let answers = Answers()
+        for _ in 0..<1030 { cache.token(for: vehicle("v1"), completion: answers.completion) }
+        XCTAssertEqual(answers.failures.count, 6)
+        XCTAssertEqual(answers.failures.first?.httpStatus, 503)
+        XCTAssertTrue(answers.failures.first?.message.hasPrefix("too many calls waiting for the token of vehicle \"v1\"") ?? false,
+                      answers.failures.first?.message ?? "")
+        XCTAssertEqual(fetcher.calls.count, 1)
+        fetcher.complete(0, with: fetched("tok-1"))
+        XCTAssertEqual(answers.tokens.count, 1024)
+        XCTAssertEqual(cache.statistics.refusedTooManyWaiting, 6)
+    }
+
+    // MARK: Invalidation
+
+    func testInvalidatedTokenIsFetchedAgainOnce() {
+        let cache = makeCache()
+        prime(cache, vehicle("v1"), "tok-1")
+        cache.invalidate(vehicle("v1"), token: "tok-1")
+        let answers = Answers()
+        for _ in 0..<5 { cache.token(for: vehicle("v1"), completion: answers.completion) }
+        XCTAssertEqual(fetcher.calls.count, 2, "five retried calls share one fetch")
+        fetcher.complete(1, with: fetched("tok-2"))
+        XCTAssertEqual(answers.tokens, Array(repeating: "tok-2", count: 5))
+        XCTAssertEqual(cache.statistics.invalidations, 1)
+    }
+
+    func testInvalidatingATokenAlreadyReplacedKeepsTheNewOne() {
+        let cache = makeCache()
+        prime(cache, vehicle("v1"), "tok-1")
+        cache.invalidate(vehicle("v1"), token: "tok-1")
+        prime(cache, vehicle("v1"), "tok-2")
+        // A second call refused with the old token reports it late.
+        cache.invalidate(vehicle("v1"), token: "tok-1")
+        cache.invalidate(vehicle("other"), token: "tok-2")
+        let answers = Answers()
+        cache.token(for: vehicle("v1"), completion: answers.completion)
+        XCTAssertEqual(answers.tokens, ["tok-2"])
+        XCTAssertEqual(fetcher.calls.count, 2)
+        XCTAssertEqual(cache.statistics.invalidations, 1)
+    }
+
+    func testInvalidatingDuringABackgroundRefreshMakesCallsWaitForIt() {
+        let cache = makeCache()
+        prime(cache, vehicle("v1"), "tok-1")
+        clock.advance(by: 3300)
+        cache.token(for: vehicle("v1")) { _ in }  // starts the refresh
+        cache.invalidate(vehicle("v1"), token: "tok-1")
+        let answers = Answers()
+        cache.token(for: vehicle("v1"), completion: answers.completion)
+        XCTAssertEqual(answers.results.count, 0, "the refused token was served again")
+        XCTAssertEqual(fetcher.calls.count, 2)
+        fetcher.complete(1, with: fetched("tok-2"))
+        XCTAssertEqual(answers.tokens, ["tok-2"])
+    }
+
+    // MARK: Wrong tokens
+
+    func testTokenForAnotherVehicleIsRefusedAndNeverCached() {
+        let cache = makeCache()
+        let answers = Answers()
+        cache.token(for: vehicle("a"), completion: answers.completion)
+        let wrong = makeJWT(exp: clock.wallNow + 3600, iat: clock.wallNow, vehicleID: "b")
+        fetcher.complete(0, with: .success(FetchedToken(token: wrong, expiresAt: clock.wallNow + 3600, issuedAt: clock.wallNow)))
+        XCTAssertEqual(answers.failures, [.providerAnswerUnusable(
+            "token provider answered a token for vehicle \"b\" when asked for vehicle \"a\"")])
+        XCTAssertEqual(answers.tokens, [])
+        XCTAssertEqual(cache.statistics.wrongTokens, 1)
+
+        clock.advance(by: 1)
+        let later = Answers()
+        cache.token(for: vehicle("a"), completion: later.completion)
+        XCTAssertEqual(later.results.count, 0, "served something without a new fetch")
+        guard fetcher.calls.count == 2 else { return XCTFail("\(fetcher.calls.count) fetches, not 2") }
+        let right = makeJWT(exp: clock.wallNow + 3600, iat: clock.wallNow, vehicleID: "a")
+        fetcher.complete(1, with: .success(FetchedToken(token: right, expiresAt: clock.wallNow + 3600, issuedAt: clock.wallNow)))
+        XCTAssertEqual(later.tokens, [right])
+    }
+
+    func testWrongTokenFromABackgroundRefreshKeepsTheRightOne() {
+        let cache = makeCache()
+        prime(cache, vehicle("a"), "opaque-a")
+        clock.advance(by: 3300)
+        cache.token(for: vehicle("a")) { _ in }
+        let wrong = makeJWT(exp: clock.wallNow + 3600, iat: clock.wallNow, vehicleID: "b")
+        fetcher.complete(1, with: .success(FetchedToken(token: wrong, expiresAt: clock.wallNow + 3600)))
+        let answers = Answers()
+        cache.token(for: vehicle("a"), completion: answers.completion)
+        XCTAssertEqual(answers.tokens, ["opaque-a"])
+    }
+
+    func testOpaqueTokenIsCachedOnItsExpiryAlone() {
+        let cache = makeCache()
+        prime(cache, vehicle("v1"), "opaque-token-without-claims")
+        XCTAssertEqual(cache.statistics.wrongTokens, 0)
+        XCTAssertEqual(cache.statistics.providerFailures, 0)
+    }
+
+    // MARK: Idle entities
+
+    func testIdleEntitiesLeaveAsCallsComeInWithoutTimers() {
+        let cache = makeCache()
+        fetcher.autoAnswer = { key in
+            .success(FetchedToken(token: "tok-" + key.id, expiresAt: self.clock.wallNow + 600, issuedAt: self.clock.wallNow))
+        }
+        for id in 0..<20 { cache.token(for: vehicle("old-\(id)")) { _ in } }
+        XCTAssertEqual(cache.count, 20)
+        clock.advance(by: 600)  // their tokens have expired and no one used them for a lifetime
+        for id in 0..<10 { cache.token(for: vehicle("new-\(id)")) { _ in } }
+        XCTAssertEqual(cache.count, 10, "each call drops up to two idle entities")
+        XCTAssertEqual(cache.statistics.idleDrops, 20)
+        XCTAssertEqual(cache.statistics.evictions, 0)
+    }
+
+    func testEntityStillUsedIsNotDroppedWhenItsTokenExpires() {
+        let cache = makeCache()
+        fetcher.autoAnswer = { key in
+            .success(FetchedToken(token: "tok-" + key.id, expiresAt: self.clock.wallNow + 600, issuedAt: self.clock.wallNow))
+        }
+        cache.token(for: vehicle("busy")) { _ in }
+        clock.advance(by: 590)
+        cache.token(for: vehicle("busy")) { _ in }  // past its floor: fetches, still recent
+        clock.advance(by: 20)
+        cache.token(for: vehicle("other")) { _ in }
+        XCTAssertEqual(cache.count, 2)
+        XCTAssertEqual(cache.statistics.idleDrops, 0)
     }
 }

@@ -82,3 +82,68 @@ func makeJWT(exp: Double?, iat: Double? = nil, vehicleID: String = "v1") -> Stri
     claims.append(#""authorization":{"vehicleid":"\#(vehicleID)"}"#)
     return makeJWT(payload: "{" + claims.joined(separator: ",") + "}")
 }
+
+/// A `Scheduler` driven by a `ManualClock`: work runs only when the test advances time, each
+/// piece at its own deadline (the clock set to it), earliest first.
+final class FakeScheduler: Scheduler {
+    final class Work: ScheduledWork {
+        let deadline: Double
+        fileprivate var work: (() -> Void)?
+        init(deadline: Double, work: @escaping () -> Void) {
+            self.deadline = deadline
+            self.work = work
+        }
+        func cancel() { work = nil }
+        var isPending: Bool { work != nil }
+    }
+
+    let clock: ManualClock
+    private var scheduled: [Work] = []
+
+    init(clock: ManualClock) { self.clock = clock }
+
+    @discardableResult
+    func schedule(after seconds: Double, _ work: @escaping () -> Void) -> ScheduledWork {
+        precondition(seconds >= 0, "scheduled \(seconds) s in the past")
+        let item = Work(deadline: clock.monotonicNow + seconds, work: work)
+        scheduled.append(item)
+        return item
+    }
+
+    /// Deadlines of the work not yet run nor cancelled, earliest first.
+    var pendingDeadlines: [Double] {
+        scheduled.filter(\.isPending).map(\.deadline).sorted()
+    }
+
+    /// Moves both clocks forward by `seconds`, running the work that falls due on the way.
+    func advance(by seconds: Double) {
+        let end = clock.monotonicNow + seconds
+        while true {
+            scheduled.removeAll { !$0.isPending }
+            guard let next = scheduled.filter({ $0.deadline <= end }).min(by: { $0.deadline < $1.deadline }) else { break }
+            clock.advance(by: max(0, next.deadline - clock.monotonicNow))
+            let work = next.work
+            next.work = nil
+            work?()
+        }
+        clock.advance(by: end - clock.monotonicNow)
+    }
+}
+
+/// Numbers for the cache's jitter, handed out in order and then repeated from the start.
+final class FixedRandom {
+    private let values: [Double]
+    private var next = 0
+
+    init(_ values: [Double]) {
+        precondition(!values.isEmpty)
+        self.values = values
+    }
+
+    var source: () -> Double {
+        {
+            defer { self.next = (self.next + 1) % self.values.count }
+            return self.values[self.next]
+        }
+    }
+}

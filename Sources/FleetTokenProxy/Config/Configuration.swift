@@ -19,6 +19,9 @@ public struct Configuration: Sendable {
     /// Time allowed for one provider fetch, connection included.
     public var providerTimeout: Double = 10
     public var lazyRefresh = false
+    /// The longest wait between provider fetches for an entity whose fetches keep failing
+    /// (`--provider-backoff-max`); waits start at 1 s and double up to it.
+    public var providerBackoffMax: Double = 60
     public var adminListen: ListenAddress?
     public var socketMode: UInt32?
     public var drainTimeout: Double = 10
@@ -43,6 +46,7 @@ public struct Configuration: Sendable {
         if maxEntities < 1 { throw ConfigError("--max-entities must be at least 1") }
         if providerConcurrency < 1 { throw ConfigError("--provider-concurrency must be at least 1") }
         if providerTimeout <= 0 { throw ConfigError("--provider-timeout must be more than 0 seconds") }
+        if !(providerBackoffMax > 0) { throw ConfigError("--provider-backoff-max must be more than 0 seconds") }
         if drainTimeout < 0 { throw ConfigError("--drain-timeout must be 0 or more seconds") }
     }
 }

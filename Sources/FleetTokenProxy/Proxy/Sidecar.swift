@@ -33,7 +33,9 @@ public final class Sidecar {
         cache = TokenCache(
             fetcher: provider, clock: clock,
             timing: TokenTiming(refreshMargin: configuration.refreshMargin, minValidity: configuration.minTokenValidity),
-            maxEntities: configuration.maxEntities)
+            maxEntities: configuration.maxEntities,
+            scheduler: configuration.lazyRefresh ? nil : loop,
+            backoff: BackoffPolicy(maximum: configuration.providerBackoffMax))
         // Enough upstream connections for every call a loop can usefully keep in flight.
         let upstream = ConnectionPool(loop: loop, origin: Origin(configuration.upstream), tls: upstreamTLS,
                                       maxConnections: 256, logger: logger)

@@ -35,6 +35,13 @@ public final class StandInFleetEngine {
     /// Sees every request as it arrived (the token included): for tests that check what was
     /// relayed. Never log what it is given.
     public var requestObserver: ((HTTPRequest) -> Void)?
+    /// Answers this many of the next routable calls 401 `UNAUTHENTICATED`, whatever their
+    /// token, as Fleet Engine answers a token revoked after it was issued; counts down.
+    public var unauthenticatedCalls = 0
+    /// Tokens answered 401 `UNAUTHENTICATED`, as if revoked, until removed.
+    public var revokedTokens: Set<String> = []
+    /// The rejection key in `statistics.rejectionsByReason` of the two knobs above.
+    public static let revokedReason = "revoked"
 
     private let classify: (_ method: String, _ target: String) -> Result<EntityKey, ProxyFailure>
     private let wallClock: () -> Double
@@ -77,6 +84,12 @@ public final class StandInFleetEngine {
         }
         statistics.callsByEntityType[entity.type, default: 0] += 1
 
+        if unauthenticatedCalls > 0 || isRevoked(request.headers) {
+            unauthenticatedCalls = max(0, unauthenticatedCalls - 1)
+            count(rejection: Self.revokedReason)
+            return Self.errorResponse(status: 401, statusName: "UNAUTHENTICATED", message: "Token rejected: the token has been revoked")
+        }
+
         switch tokenCheck.check(headers: request.headers, entity: entity, now: wallClock()) {
         case .rejected(let reason, let detail):
             count(rejection: reason.rawValue)
@@ -86,6 +99,11 @@ public final class StandInFleetEngine {
             statistics.acceptedByEntity[entity, default: 0] += 1
             return .json(200, Self.echoBody(for: entity, bigFor: request.path))
         }
+    }
+
+    private func isRevoked(_ headers: HTTPHeaders) -> Bool {
+        guard !revokedTokens.isEmpty, let header = headers["Authorization"], header.hasPrefix("Bearer ") else { return false }
+        return revokedTokens.contains(String(header.dropFirst("Bearer ".count)))
     }
 
     private func count(rejection reason: String) {

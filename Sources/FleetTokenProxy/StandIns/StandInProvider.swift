@@ -69,6 +69,11 @@ public final class StandInProvider {
 
     /// Well-formed, authorized token requests per entity, whatever `behaviour` made of them.
     public private(set) var fetchesByEntity: [EntityKey: Int] = [:]
+    /// Whether to keep the wall-clock time of every token request in `fetchTimes` (off, so a
+    /// long benchmark does not grow it).
+    public var recordsFetchTimes = false
+    /// When each entity's token requests arrived, in order, while `recordsFetchTimes` is on.
+    public private(set) var fetchTimes: [EntityKey: [Double]] = [:]
     public var totalFetches: Int { fetchesByEntity.values.reduce(0, +) }
 
     private let minter: JWTMinter
@@ -104,6 +109,7 @@ public final class StandInProvider {
             return respond(response)
         }
         fetchesByEntity[entity, default: 0] += 1
+        if recordsFetchTimes { fetchTimes[entity, default: []].append(wallClock()) }
 
         switch behaviour {
         case .normal:

@@ -1,22 +1,37 @@
-/// Counters of the token cache, for `/metrics` and tests. Every call to `token(for:)` is
-/// either a hit or a miss; `coalesced` counts the misses that joined a fetch already in flight.
+/// Counters of the token cache, for `/metrics` and tests. Every call to `token(for:)` is a
+/// hit, a miss, or refused at once (during backoff, or with too many calls waiting);
+/// `coalesced` counts the misses that joined a fetch already in flight.
 public struct TokenCacheStatistics: Sendable, Equatable {
-    /// Calls answered at once with a cached token (in the refresh window too).
+    /// Calls answered at once with a cached token (in the refresh window and backoff too).
     public var hits: Int
     /// Calls that had to wait for a fetch.
     public var misses: Int
     /// Misses that joined a fetch already in flight instead of starting one.
     public var coalesced: Int
-    /// Fetches started, background refreshes included.
+    /// Fetches started, background refreshes and backoff probes included.
     public var providerFetches: Int
     /// Fetches that ended without a usable token.
     public var providerFailures: Int
     /// Entities dropped to stay within `maxEntities`.
     public var evictions: Int
+    /// Fetches started by a timer, with no call waiting: refreshes ahead and backoff probes.
+    public var timerFetches: Int
+    /// Calls answered at once with the last fetch's error because the entity is backing off.
+    public var refusedDuringBackoff: Int
+    /// Calls refused because the entity already had the maximum of calls waiting.
+    public var refusedTooManyWaiting: Int
+    /// Provider answers refused by `TokenScopeCheck` (wrong audience, lifetime or entity).
+    public var wrongTokens: Int
+    /// Tokens dropped because Fleet Engine refused them (`invalidate`).
+    public var invalidations: Int
+    /// Entities dropped because nothing about them was worth keeping any more.
+    public var idleDrops: Int
 
     public init(
         hits: Int = 0, misses: Int = 0, coalesced: Int = 0,
-        providerFetches: Int = 0, providerFailures: Int = 0, evictions: Int = 0
+        providerFetches: Int = 0, providerFailures: Int = 0, evictions: Int = 0,
+        timerFetches: Int = 0, refusedDuringBackoff: Int = 0, refusedTooManyWaiting: Int = 0,
+        wrongTokens: Int = 0, invalidations: Int = 0, idleDrops: Int = 0
     ) {
         self.hits = hits
         self.misses = misses
@@ -24,12 +39,20 @@ public struct TokenCacheStatistics: Sendable, Equatable {
         self.providerFetches = providerFetches
         self.providerFailures = providerFailures
         self.evictions = evictions
+        self.timerFetches = timerFetches
+        self.refusedDuringBackoff = refusedDuringBackoff
+        self.refusedTooManyWaiting = refusedTooManyWaiting
+        self.wrongTokens = wrongTokens
+        self.invalidations = invalidations
+        self.idleDrops = idleDrops
     }
 }
 
-/// Per-entity tokens, fetched once however many calls want them (singleflight), refreshed in
-/// the background before they expire, and bounded to `maxEntities` least recently used
-/// entries.
+/// Per-entity tokens, fetched once however many calls want them (singleflight), refreshed
+/// ahead before they expire, fetched again with per-entity backoff after a failure, and
+/// bounded to `maxEntities` least recently used entries; entities that are no longer used
+/// leave once their token has expired. `TokenEntry` says what happens when; this class keeps
+/// the entries, the queued calls and the timers, and talks to the fetcher.
 ///
 /// Lives on one event-loop thread: not `Sendable`, no locks. Completions run on that thread,
 /// sometimes before `token(for:)` returns, and may call `token(for:)` again: every change of
@@ -37,13 +60,16 @@ public struct TokenCacheStatistics: Sendable, Equatable {
 public final class TokenCache {
     public typealias Completion = (Result<String, ProxyFailure>) -> Void
 
-    /// An entity's state machine, its queued calls, and its place in the recency list.
+    /// An entity's state machine, its queued calls, its timer and its place in the recency list.
     private struct Slot {
         var key: EntityKey
         var entry: TokenEntry
         var waiters: [Completion] = []
         /// The fetch `entry` is waiting on. A completion carrying another id is stale.
         var fetchID: UInt64?
+        /// The armed timer, if any, and its id (a firing carrying another id is stale).
+        var timer: ScheduledWork?
+        var timerID: UInt64 = 0
         /// Neighbours in the recency list, as indices into `slots`; `noSlot` at the ends.
         var newer = TokenCache.noSlot
         var older = TokenCache.noSlot
@@ -56,12 +82,24 @@ public final class TokenCache {
         var waiters: [Completion]
     }
 
+    private enum Removal {
+        case leastRecentlyUsed
+        case idle
+    }
+
     private static let noSlot = -1
+    /// Least recently used entries looked at per call for being idle: enough to keep up with
+    /// entities going idle one call at a time, without a scan.
+    private static let idleChecksPerCall = 2
 
     private let fetcher: TokenFetcher
     private let clock: TokenClock
     private let timing: TokenTiming
     private let maxEntities: Int
+    private let scheduler: Scheduler?
+    private let backoff: BackoffPolicy
+    private let maxWaiters: Int
+    private let random: () -> Double
 
     /// Slot storage; indices of evicted slots are reused through `freeSlots`, so the array
     /// never grows beyond `maxEntities`.
@@ -72,25 +110,52 @@ public final class TokenCache {
     private var oldest = TokenCache.noSlot
     private var orphans: [UInt64: Orphan] = [:]
     private var nextFetchID: UInt64 = 0
+    private var nextTimerID: UInt64 = 1
 
     public private(set) var statistics = TokenCacheStatistics()
 
-    /// Entities currently cached (with a token, a fetch in flight, or a failed last fetch).
+    /// Entities currently cached (with a token, a fetch in flight, or backing off).
     public var count: Int { slotByKey.count }
 
-    public init(fetcher: TokenFetcher, clock: TokenClock, timing: TokenTiming, maxEntities: Int) {
+    /// - Parameters:
+    ///   - fetcher: where tokens come from (the provider client).
+    ///   - clock: monotonic time for every deadline; wall time only to read expiries.
+    ///   - timing: refresh margin, minimum validity and refresh spread.
+    ///   - maxEntities: the most entities kept; the least recently used leave first.
+    ///   - scheduler: runs the refresh-ahead, backoff-probe and idle-drop timers on the
+    ///     cache's loop; nil for lazy refresh (`--lazy-refresh`): no timers, calls alone
+    ///     start fetches, and idle entities leave as calls come in.
+    ///   - backoff: per-entity waits after failed fetches (`--provider-backoff-max`).
+    ///   - maxWaiters: calls that may wait for one entity's fetch; more are refused at once.
+    ///   - random: uniform numbers from [0, 1) for jitter; fixed in tests.
+    public init(
+        fetcher: TokenFetcher, clock: TokenClock, timing: TokenTiming, maxEntities: Int,
+        scheduler: Scheduler? = nil, backoff: BackoffPolicy = BackoffPolicy(),
+        maxWaiters: Int = TokenEntry.defaultMaxWaiters,
+        random: @escaping () -> Double = { Double.random(in: 0..<1) }
+    ) {
         precondition(maxEntities >= 1, "the token cache needs room for at least one entity")
+        precondition(maxWaiters >= 1, "an entity needs room for at least one waiting call")
+        // A zero step would probe (and, with timers, re-arm) without ever waiting.
+        precondition(backoff.initial > 0 && backoff.maximum > 0, "backoff steps must be longer than zero")
         self.fetcher = fetcher
         self.clock = clock
         self.timing = timing
         self.maxEntities = maxEntities
+        self.scheduler = scheduler
+        self.backoff = backoff
+        self.maxWaiters = maxWaiters
+        self.random = random
     }
 
     /// Calls `completion` exactly once with a token fetched for `key`, or with the failure of
-    /// the fetch every waiting call shares.
+    /// the fetch every waiting call shares, or at once with the last failure while the
+    /// entity backs off.
     public func token(for key: EntityKey, completion: @escaping Completion) {
+        let now = clock.monotonicNow
+        dropIdleEntries(now: now)
         let index = touch(key)
-        switch slots[index].entry.request(now: clock.monotonicNow) {
+        switch slots[index].entry.request(now: now) {
         case .serve(let token):
             statistics.hits += 1
             completion(.success(token))
@@ -109,7 +174,30 @@ public final class TokenCache {
             } else {
                 statistics.coalesced += 1
             }
+
+        case .fail(let failure):
+            statistics.refusedDuringBackoff += 1
+            completion(.failure(failure))
+
+        case .tooManyWaiters:
+            statistics.refusedTooManyWaiting += 1
+            completion(.failure(.providerUnavailable(
+                "too many calls waiting for the token of \(key.type.rawValue) \(quoted(key.id)) (at most \(maxWaiters))")))
         }
+    }
+
+    /// Fleet Engine refused `token` for a call about `key` (HTTP 401, gRPC `UNAUTHENTICATED`):
+    /// the token is dropped if it is still the one cached, so the next call for `key` waits
+    /// for a new one. A token already replaced is left alone, so calls that were refused
+    /// together cause one fetch, not one each.
+    public func invalidate(_ key: EntityKey, token: String) {
+        guard let index = slotByKey[key], slots[index].entry.invalidate(token: token) else { return }
+        statistics.invalidations += 1
+        runTimer(slot: index, now: clock.monotonicNow)
+    }
+
+    private func makeEntry() -> TokenEntry {
+        TokenEntry(timing: timing, backoff: backoff, maxWaiters: maxWaiters)
     }
 
     private func startFetch(slot index: Int) {
@@ -128,33 +216,88 @@ public final class TokenCache {
     private func fetchEnded(id: UInt64, key: EntityKey, result: Result<FetchedToken, ProxyFailure>) {
         let now = clock.monotonicNow
         let wallNow = clock.wallNow
-        func feed(_ entry: inout TokenEntry) -> TokenEntry.FetchAction {
-            switch result {
-            case .success(let fetched): return entry.fetchSucceeded(fetched, now: now, wallNow: wallNow)
-            case .failure(let failure): return entry.fetchFailed(failure)
-            }
-        }
-
-        let answer: Result<String, ProxyFailure>
-        let waiters: [Completion]
-        if let index = slotByKey[key], slots[index].fetchID == id {
-            slots[index].fetchID = nil
-            guard case .answerWaiters(let result) = feed(&slots[index].entry) else { return }
-            answer = result
-            waiters = slots[index].waiters
-            slots[index].waiters = []
-        } else if var orphan = orphans.removeValue(forKey: id) {
-            guard case .answerWaiters(let result) = feed(&orphan.entry) else { return }
-            answer = result
-            waiters = orphan.waiters
-        } else {
+        let jitter = random()
+        let slotIndex = slotByKey[key].flatMap { slots[$0].fetchID == id ? $0 : nil }
+        guard slotIndex != nil || orphans[id] != nil else {
             // A second completion for one fetch, or the fetch of an entry evicted with no
             // one waiting: nothing to store, no one to answer.
             return
         }
 
+        var checked = result
+        if case .success(let fetched) = result, let problem = TokenScopeCheck.problem(with: fetched, for: key, wallNow: wallNow) {
+            statistics.wrongTokens += 1
+            checked = .failure(problem)
+        }
+        func feed(_ entry: inout TokenEntry) -> TokenEntry.FetchAction {
+            switch checked {
+            case .success(let fetched): return entry.fetchSucceeded(fetched, now: now, wallNow: wallNow, jitter: jitter)
+            case .failure(let failure): return entry.fetchFailed(failure, now: now, jitter: jitter)
+            }
+        }
+
+        let answer: Result<String, ProxyFailure>
+        let waiters: [Completion]
+        if let index = slotIndex {
+            slots[index].fetchID = nil
+            guard case .answerWaiters(let result) = feed(&slots[index].entry) else { return }
+            answer = result
+            waiters = slots[index].waiters
+            slots[index].waiters = []
+            runTimer(slot: index, now: now)
+        } else if var orphan = orphans.removeValue(forKey: id) {
+            guard case .answerWaiters(let result) = feed(&orphan.entry) else { return }
+            answer = result
+            waiters = orphan.waiters
+        } else {
+            return
+        }
+
         if case .failure = answer { statistics.providerFailures += 1 }
         for waiter in waiters { waiter(answer) }
+    }
+
+    // MARK: Timers
+
+    /// Carries out what the entry's timer says now, and arms the next one. Does nothing when
+    /// refresh is lazy.
+    private func runTimer(slot index: Int, now: Double) {
+        guard let scheduler else { return }
+        slots[index].timer?.cancel()
+        slots[index].timer = nil
+        switch slots[index].entry.timerDue(now: now) {
+        case .none:
+            break
+        case .sleep(let until):
+            let id = nextTimerID
+            nextTimerID &+= 1
+            let key = slots[index].key
+            slots[index].timerID = id
+            // Weak: a cache that is gone has nothing to refresh.
+            slots[index].timer = scheduler.schedule(after: max(0, until - now)) { [weak self] in
+                self?.timerFired(key: key, id: id)
+            }
+        case .startFetch:
+            statistics.timerFetches += 1
+            startFetch(slot: index)
+        case .drop:
+            remove(index, .idle)
+        }
+    }
+
+    private func timerFired(key: EntityKey, id: UInt64) {
+        guard let index = slotByKey[key], slots[index].timerID == id else { return }
+        slots[index].timer = nil
+        runTimer(slot: index, now: clock.monotonicNow)
+    }
+
+    /// Without timers nothing else would ever drop an idle entity: look at the least recently
+    /// used few on each call, the likeliest to be idle.
+    private func dropIdleEntries(now: Double) {
+        for _ in 0..<Self.idleChecksPerCall {
+            guard oldest != Self.noSlot, slots[oldest].entry.isDisposable(at: now) else { return }
+            remove(oldest, .idle)
+        }
     }
 
     // MARK: Recency list
@@ -169,9 +312,9 @@ public final class TokenCache {
             }
             return index
         }
-        if slotByKey.count >= maxEntities { evict(oldest) }
+        if slotByKey.count >= maxEntities { remove(oldest, .leastRecentlyUsed) }
 
-        let slot = Slot(key: key, entry: TokenEntry(timing: timing))
+        let slot = Slot(key: key, entry: makeEntry())
         let index: Int
         if let free = freeSlots.popLast() {
             slots[free] = slot
@@ -185,18 +328,23 @@ public final class TokenCache {
         return index
     }
 
-    private func evict(_ index: Int) {
+    private func remove(_ index: Int, _ why: Removal) {
         unlink(index)
         slotByKey[slots[index].key] = nil
         if let id = slots[index].fetchID, !slots[index].waiters.isEmpty {
             orphans[id] = Orphan(entry: slots[index].entry, waiters: slots[index].waiters)
         }
-        // Drop the token and the closures now rather than when the slot is reused.
-        slots[index].entry = TokenEntry(timing: timing)
+        // Drop the token, the closures and the timer now rather than when the slot is reused.
+        slots[index].timer?.cancel()
+        slots[index].timer = nil
+        slots[index].entry = makeEntry()
         slots[index].waiters = []
         slots[index].fetchID = nil
         freeSlots.append(index)
-        statistics.evictions += 1
+        switch why {
+        case .leastRecentlyUsed: statistics.evictions += 1
+        case .idle: statistics.idleDrops += 1
+        }
     }
 
     private func unlink(_ index: Int) {

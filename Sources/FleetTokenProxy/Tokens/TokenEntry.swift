@@ -1,26 +1,63 @@
 /// One entity's place in the token cache, as a pure state machine: it stores no closures
-/// and reads no clock. The cache feeds it inputs with the time and carries out the action
-/// each input returns (fetch, serve, answer the waiters), so every transition can be tested
-/// on its own.
+/// and reads no clock. The cache feeds it inputs with the time (and, where a choice is made
+/// at random, a number drawn from [0, 1)) and carries out the action each input returns
+/// (fetch, serve, answer the waiters, arm a timer, drop the entity), so every transition can
+/// be tested on its own.
 ///
-/// | state      | input                          | next state      | action                   |
-/// |------------|--------------------------------|-----------------|--------------------------|
-/// | idle       | request                        | fetching(1)     | wait, start fetch        |
-/// | fetching   | request                        | fetching(n + 1) | wait                     |
-/// | fresh      | request before refresh window  | fresh           | serve                    |
-/// | fresh      | request in refresh window      | refreshing      | serve, start refresh     |
-/// | fresh      | request at or past floor       | fetching(1)     | wait, start fetch        |
-/// | refreshing | request above floor            | refreshing      | serve                    |
-/// | refreshing | request at or past floor       | fetching(1)     | wait (fetch already runs)|
-/// | fetching   | fetch succeeded                | fresh           | answer waiters: token    |
-/// | refreshing | fetch succeeded                | fresh (new)     | answer waiters (none)    |
-/// | fetching   | fetch failed                   | idle            | answer waiters: failure  |
-/// | refreshing | fetch failed                   | fresh (old)     | answer waiters (none)    |
+/// Calls (`request`):
 ///
-/// A token that arrives already at its floor counts as a failed fetch.
-/// A fresh token at or past its floor has expired: the next request goes back to fetching.
-/// Times are monotonic seconds; the wall clock is only used to turn the provider's absolute
-/// expiry into a monotonic one at receipt.
+/// | state         | when                                  | next state      | action                    |
+/// |---------------|---------------------------------------|-----------------|---------------------------|
+/// | idle          |                                       | fetching(1)     | wait, start fetch         |
+/// | fetching(n)   | n < maxWaiters                        | fetching(n + 1) | wait                      |
+/// | fetching(n)   | n = maxWaiters                        | fetching(n)     | refuse: too many waiting  |
+/// | fresh         | before the refresh point              | fresh           | serve                     |
+/// | fresh         | in the refresh window                 | refreshing      | serve, start refresh      |
+/// | fresh         | at or past the floor (expired)        | fetching(1)     | wait, start fetch         |
+/// | refreshing    | above the floor                       | refreshing      | serve                     |
+/// | refreshing    | at or past the floor                  | fetching(1)     | wait (fetch already runs) |
+/// | backing off   | before retry, token above floor       | backing off     | serve                     |
+/// | backing off   | before retry, no usable token         | backing off     | fail at once: last error  |
+/// | backing off   | retry due, token above floor          | refreshing      | serve, start probe        |
+/// | backing off   | retry due, no usable token            | fetching(1)     | wait, start probe         |
+///
+/// Fetch results (`fetchSucceeded`, `fetchFailed`); in any other state they are stale and ignored:
+///
+/// | state         | input                    | next state                      | action                  |
+/// |---------------|--------------------------|---------------------------------|-------------------------|
+/// | fetching      | success                  | fresh                           | answer waiters: token   |
+/// | refreshing    | success                  | fresh (new token)               | answer waiters (none)   |
+/// | fetching      | failure, or token at floor | backing off (no token)        | answer waiters: failure |
+/// | refreshing    | failure, or token at floor | backing off (old token)       | answer waiters (none)   |
+///
+/// Timers (`timerDue`), run by the cache unless refresh is lazy:
+///
+/// | state         | when                                  | next state      | action                    |
+/// |---------------|---------------------------------------|-----------------|---------------------------|
+/// | fresh         | before the refresh point              | fresh           | sleep until it            |
+/// | fresh         | refresh due, recently used            | refreshing      | start refresh             |
+/// | fresh         | refresh due, not recently used        | fresh           | sleep until the floor     |
+/// | fresh         | expired, not recently used            | —               | drop                      |
+/// | backing off   | token usable, before retry            | backing off     | sleep until retry         |
+/// | backing off   | token usable, retry due, recently used | refreshing     | start probe               |
+/// | backing off   | token usable, retry due, not used     | backing off     | sleep until the floor     |
+/// | backing off   | no usable token, recently used        | backing off     | sleep (a call probes)     |
+/// | backing off   | no usable token, not recently used    | —               | drop                      |
+/// | idle          | recently used / not                   | idle / —        | sleep / drop              |
+/// | fetching, refreshing |                                | same            | none (the fetch's end re-arms) |
+///
+/// `invalidate(token:)` (Fleet Engine refused the token): fresh → idle, refreshing →
+/// fetching(0), backing off → backing off without its token; only if the held token is the
+/// one refused.
+///
+/// **Recently used** means a call wanted the token less than one token lifetime ago (the
+/// lifetime, as issued, of the entity's last token; ten minutes before it had one). Such an
+/// entity is refreshed ahead on a timer; one idle for a whole lifetime is refreshed at most
+/// once more, then left to expire and dropped.
+///
+/// "Expired" is not a stored state: a fresh token is expired from its floor on, which only
+/// time decides (`phase(at:)` names it). Times are monotonic seconds; the wall clock is only
+/// used to turn the provider's absolute expiry into a monotonic one at receipt.
 public struct TokenEntry: Sendable {
     /// A token being served, with monotonic deadlines fixed at receipt.
     public struct HeldToken: Sendable, Equatable, CustomStringConvertible {
@@ -47,8 +84,25 @@ public struct TokenEntry: Sendable {
         func isDueForRefresh(at now: Double) -> Bool { now >= refreshAt }
     }
 
+    /// After a failed fetch: calls are answered from here without asking the provider until
+    /// `retryAt`, when one probe goes out.
+    public struct Backoff: Sendable, Equatable {
+        /// What the last fetch failed with; calls without a usable token get it at once.
+        public var failure: ProxyFailure
+        /// From here the next call, or the timer, sends one probe to the provider.
+        public var retryAt: Double
+        /// The token being replaced when the refresh failed, served until its floor.
+        public var token: HeldToken?
+
+        public init(failure: ProxyFailure, retryAt: Double, token: HeldToken? = nil) {
+            self.failure = failure
+            self.retryAt = retryAt
+            self.token = token
+        }
+    }
+
     public enum State: Sendable, Equatable {
-        /// No token and no fetch: never asked, or the last fetch failed.
+        /// No token and no fetch: never asked, or the token was invalidated.
         case idle
         /// One fetch in flight and no token that may be served; `waiters` calls wait for it.
         case fetching(waiters: Int)
@@ -56,6 +110,13 @@ public struct TokenEntry: Sendable {
         case fresh(HeldToken)
         /// A token still served while one background fetch replaces it.
         case refreshing(HeldToken)
+        /// The last fetch failed; the provider is left alone until `retryAt`.
+        case backingOff(Backoff)
+    }
+
+    /// The state as an operator would name it at a given time (for tests, logs and metrics).
+    public enum Phase: String, Sendable, Equatable {
+        case absent, fetching, fresh, refreshDue, refreshing, backingOff, expired
     }
 
     /// What the cache does for a call that wants the token.
@@ -66,6 +127,10 @@ public struct TokenEntry: Sendable {
         case serveAndStartRefresh(String)
         /// Queue the call until the fetch in flight ends; start that fetch if `startFetch`.
         case wait(startFetch: Bool)
+        /// Answer the call at once with this failure (the last fetch's, during backoff).
+        case fail(ProxyFailure)
+        /// `maxWaiters` calls already wait for the fetch: answer this one at once.
+        case tooManyWaiters
     }
 
     /// What the cache does when the fetch in flight ends.
@@ -77,29 +142,97 @@ public struct TokenEntry: Sendable {
         case ignore
     }
 
-    public private(set) var state: State = .idle
-    public let timing: TokenTiming
+    /// What the cache does when the entity's timer fires.
+    public enum TimerAction: Sendable, Equatable {
+        /// Start one background fetch (a refresh ahead, or a backoff probe).
+        case startFetch
+        /// The entity is idle and holds nothing worth keeping: remove it from the cache.
+        case drop
+        /// Nothing to do before this monotonic time: run the timer again then.
+        case sleep(until: Double)
+        /// A fetch is in flight; its end arms the next timer.
+        case none
+    }
 
-    public init(timing: TokenTiming) {
+    /// Calls that may wait for one entity's fetch; past it calls are refused at once, so a
+    /// stuck provider cannot make one entity hold unbounded memory.
+    public static let defaultMaxWaiters = 1024
+    /// How long an entity that never had a token counts as recently used.
+    public static let defaultRecentUse: Double = 600
+
+    public private(set) var state: State = .idle
+    /// Fetches that failed in a row; sets the backoff step. Zero after a success.
+    public private(set) var consecutiveFailures = 0
+    /// Monotonic time of the last call that wanted the token.
+    public private(set) var lastUsedAt: Double?
+    /// How long after its last call the entity counts as recently used: the lifetime, as
+    /// issued, of its last token.
+    public private(set) var recentUse = TokenEntry.defaultRecentUse
+    public let timing: TokenTiming
+    public let backoff: BackoffPolicy
+    public let maxWaiters: Int
+
+    public init(timing: TokenTiming, backoff: BackoffPolicy = BackoffPolicy(), maxWaiters: Int = TokenEntry.defaultMaxWaiters) {
         self.timing = timing
+        self.backoff = backoff
+        self.maxWaiters = maxWaiters
     }
 
     /// True while a fetch started for this entry has not ended.
     public var isFetching: Bool {
         switch state {
         case .fetching, .refreshing: return true
-        case .idle, .fresh: return false
+        case .idle, .fresh, .backingOff: return false
         }
     }
 
+    /// A call wanted the token less than `recentUse` seconds before `now`.
+    public func isRecentlyUsed(at now: Double) -> Bool {
+        guard let lastUsedAt else { return false }
+        return now - lastUsedAt < recentUse
+    }
+
+    /// Nothing worth keeping at `now`: no fetch, no token that may still be served, and no
+    /// recent call. The cache drops such an entry.
+    public func isDisposable(at now: Double) -> Bool {
+        !isFetching && usableToken(at: now) == nil && !isRecentlyUsed(at: now)
+    }
+
+    public func phase(at now: Double) -> Phase {
+        switch state {
+        case .idle: return .absent
+        case .fetching: return .fetching
+        case .refreshing: return .refreshing
+        case .backingOff: return .backingOff
+        case .fresh(let held):
+            if !held.isUsable(at: now) { return .expired }
+            return held.isDueForRefresh(at: now) ? .refreshDue : .fresh
+        }
+    }
+
+    /// The token a call at `now` could be given, whatever the state.
+    private func usableToken(at now: Double) -> HeldToken? {
+        let held: HeldToken?
+        switch state {
+        case .fresh(let token), .refreshing(let token): held = token
+        case .backingOff(let backoff): held = backoff.token
+        case .idle, .fetching: held = nil
+        }
+        return held.flatMap { $0.isUsable(at: now) ? $0 : nil }
+    }
+
+    // MARK: Inputs
+
     /// A call wants the token at monotonic time `now`.
     public mutating func request(now: Double) -> RequestAction {
+        lastUsedAt = now
         switch state {
         case .idle:
             state = .fetching(waiters: 1)
             return .wait(startFetch: true)
 
         case .fetching(let waiters):
+            guard waiters < maxWaiters else { return .tooManyWaiters }
             state = .fetching(waiters: waiters + 1)
             return .wait(startFetch: false)
 
@@ -121,38 +254,118 @@ public struct TokenEntry: Sendable {
                 return .wait(startFetch: false)
             }
             return .serve(held.value)
+
+        case .backingOff(let backoff):
+            let token = backoff.token.flatMap { $0.isUsable(at: now) ? $0 : nil }
+            if now < backoff.retryAt {
+                if let token { return .serve(token.value) }
+                return .fail(backoff.failure)
+            }
+            // The step is over: this call sends the one probe of the step.
+            if let token {
+                state = .refreshing(token)
+                return .serveAndStartRefresh(token.value)
+            }
+            state = .fetching(waiters: 1)
+            return .wait(startFetch: true)
         }
     }
 
     /// The fetch in flight returned `fetched`, at monotonic `now` and wall-clock `wallNow`.
-    public mutating func fetchSucceeded(_ fetched: FetchedToken, now: Double, wallNow: Double) -> FetchAction {
+    /// `jitter`, from [0, 1), places the refresh point in the first part of the refresh window
+    /// (and the backoff step, if the token is refused).
+    public mutating func fetchSucceeded(_ fetched: FetchedToken, now: Double, wallNow: Double, jitter: Double = 0) -> FetchAction {
         guard isFetching else { return .ignore }
         let window = timing.window(for: fetched, wallNow: wallNow)
         let expiresAt = now + (fetched.expiresAt - wallNow)
-        let held = HeldToken(
-            value: fetched.token,
-            refreshAt: expiresAt - window.refreshMargin,
-            floorAt: expiresAt - window.floor,
-            expiresAt: expiresAt
-        )
+        let floorAt = expiresAt - window.floor
+        var refreshAt = timing.refreshPoint(expiresAt: expiresAt, window: window, jitter: jitter)
+        if refreshAt <= now {
+            // Handed out late in its life: refreshing at once would fetch again and again
+            // while the provider keeps answering the same token; halve what is left instead.
+            refreshAt = now + (floorAt - now) / 2
+        }
+        let held = HeldToken(value: fetched.token, refreshAt: refreshAt, floorAt: floorAt, expiresAt: expiresAt)
         guard held.isUsable(at: now) else {
-            return fetchFailed(.providerAnswerUnusable("provider answer's token has less than the minimum validity left"))
+            return fetchFailed(
+                .providerAnswerUnusable("provider answer's token has less than the minimum validity left"),
+                now: now, jitter: jitter)
         }
         state = .fresh(held)
+        consecutiveFailures = 0
+        recentUse = TokenTiming.lifetime(of: fetched, wallNow: wallNow)
         return .answerWaiters(.success(held.value))
     }
 
-    /// The fetch in flight failed. Nothing is stored; a token still being served during a
-    /// refresh stays until its floor, and the next call in the refresh window tries again.
-    public mutating func fetchFailed(_ failure: ProxyFailure) -> FetchAction {
+    /// The fetch in flight failed at `now`: backoff starts, or steps up, with `jitter` from
+    /// [0, 1). Nothing is stored; a token still being served during a refresh stays until its
+    /// floor.
+    public mutating func fetchFailed(_ failure: ProxyFailure, now: Double, jitter: Double = 0) -> FetchAction {
+        let kept: HeldToken?
         switch state {
-        case .idle, .fresh:
+        case .idle, .fresh, .backingOff:
             return .ignore
         case .fetching:
-            state = .idle
+            kept = nil
         case .refreshing(let held):
-            state = .fresh(held)
+            kept = held
         }
+        consecutiveFailures += 1
+        let retryAt = now + backoff.delay(afterFailures: consecutiveFailures, jitter: jitter)
+        state = .backingOff(Backoff(failure: failure, retryAt: retryAt, token: kept))
         return .answerWaiters(.failure(failure))
+    }
+
+    /// Fleet Engine refused `token` (401, `UNAUTHENTICATED`): forget it if it is still the
+    /// one held, so the next call fetches another. True when something was dropped.
+    public mutating func invalidate(token: String) -> Bool {
+        switch state {
+        case .fresh(let held) where held.value == token:
+            state = .idle
+        case .refreshing(let held) where held.value == token:
+            // The fetch in flight brings the replacement; calls now wait for it.
+            state = .fetching(waiters: 0)
+        case .backingOff(var backoff) where backoff.token?.value == token:
+            backoff.token = nil
+            state = .backingOff(backoff)
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// The entity's timer fired at `now`.
+    public mutating func timerDue(now: Double) -> TimerAction {
+        switch state {
+        case .fetching, .refreshing:
+            return .none
+
+        case .idle:
+            if isRecentlyUsed(at: now), let lastUsedAt { return .sleep(until: lastUsedAt + recentUse) }
+            return .drop
+
+        case .fresh(let held):
+            if now < held.refreshAt { return .sleep(until: held.refreshAt) }
+            if isRecentlyUsed(at: now) {
+                state = held.isUsable(at: now) ? .refreshing(held) : .fetching(waiters: 0)
+                return .startFetch
+            }
+            return held.isUsable(at: now) ? .sleep(until: held.floorAt) : .drop
+
+        case .backingOff(let backoff):
+            if let token = backoff.token, token.isUsable(at: now) {
+                if now < backoff.retryAt { return .sleep(until: backoff.retryAt) }
+                if isRecentlyUsed(at: now) {
+                    state = .refreshing(token)
+                    return .startFetch
+                }
+                return .sleep(until: token.floorAt)
+            }
+            // Nothing to renew: the next call sends the probe, so a client that stopped
+            // calling costs the provider nothing, and a call is answered by what the provider
+            // says then, not by a background probe's older failure.
+            if isRecentlyUsed(at: now), let lastUsedAt { return .sleep(until: lastUsedAt + recentUse) }
+            return .drop
+        }
     }
 }

@@ -4,10 +4,16 @@ public struct TokenTiming: Sendable, Equatable {
     public var refreshMargin: Double
     /// A token is never attached with less than this left (`--min-token-validity`).
     public var minValidity: Double
+    /// The share of the refresh window (from `expiry − refreshMargin` to the floor) over which
+    /// tokens' refresh points are spread at random, so a fleet whose tokens were fetched
+    /// together is not refreshed together. Half keeps the later half of the window for
+    /// retries with backoff.
+    public var refreshSpread: Double
 
-    public init(refreshMargin: Double = 300, minValidity: Double = 60) {
+    public init(refreshMargin: Double = 300, minValidity: Double = 60, refreshSpread: Double = 0.5) {
         self.refreshMargin = refreshMargin
         self.minValidity = minValidity
+        self.refreshSpread = refreshSpread
     }
 
     /// The margins that apply to one token, shrunk for short-lived tokens.
@@ -29,6 +35,14 @@ public struct TokenTiming: Sendable, Equatable {
     public func window(lifetime: Double) -> Window {
         let lifetime = max(0, lifetime)
         return Window(refreshMargin: min(refreshMargin, lifetime / 2), floor: min(minValidity, lifetime / 4))
+    }
+
+    /// The refresh point of a token expiring at `expiresAt` with `window`, for `jitter` drawn
+    /// uniformly from [0, 1): in the first `refreshSpread` of its refresh window.
+    public func refreshPoint(expiresAt: Double, window: Window, jitter: Double) -> Double {
+        let jitter = min(max(jitter, 0), 1)
+        let spread = max(0, window.refreshMargin - window.floor) * refreshSpread
+        return expiresAt - window.refreshMargin + jitter * spread
     }
 
     /// The window for `token` received at `wallNow`.
