@@ -78,7 +78,8 @@ public final class ProxyMetrics {
     }
 
     /// Metrics in the registry `MetricsSystem` was bootstrapped with, once per process, so that
-    /// libraries reporting through swift-metrics land on the same `/metrics` page.
+    /// libraries reporting through swift-metrics land on the same `/metrics` page. One sidecar
+    /// a process: a second one would add to the same series.
     public static func bootstrapped() -> ProxyMetrics {
         ProxyMetrics(registry: processRegistry)
     }
