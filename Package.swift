@@ -11,6 +11,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // libevent (core, pthreads, OpenSSL bufferevents) through pkg-config.
@@ -42,6 +44,8 @@ let package = Package(
             dependencies: [
                 "CEvent", "CNghttp2", "COpenSSL", "CShims", "CZlib",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         .executableTarget(
@@ -52,7 +56,10 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .testTarget(name: "FleetTokenProxyTests", dependencies: ["FleetTokenProxy"]),
+        .testTarget(
+            name: "FleetTokenProxyTests",
+            dependencies: ["FleetTokenProxy", .product(name: "Prometheus", package: "swift-prometheus")]
+        ),
         .testTarget(name: "IntegrationTests", dependencies: ["FleetTokenProxy"]),
     ]
 )

@@ -43,6 +43,8 @@ struct Serve: ParsableCommand {
     var providerBackoffMax: Double = 60
     @Option(help: "Admin listener for /healthz, /readyz and /metrics (off unless given).")
     var adminListen: String?
+    @Flag(help: "Log one line per call (method, route, entity type, status, duration, cache outcome).")
+    var accessLog = false
     @Option(help: "Permissions (octal) of a unix:/path listener.")
     var socketMode: String?
     @Option(help: "On SIGTERM, seconds given to calls in flight.")
@@ -79,6 +81,7 @@ struct Serve: ParsableCommand {
         config.lazyRefresh = lazyRefresh
         config.providerBackoffMax = providerBackoffMax
         config.adminListen = try adminListen.map { try ListenAddress.parse($0) }
+        config.accessLog = accessLog
         if let socketMode {
             guard let mode = UInt32(socketMode, radix: 8), mode <= 0o777 else {
                 throw ConfigError("--socket-mode must be octal permissions such as 0660, not \(socketMode.prefix(16))")
@@ -96,22 +99,28 @@ struct Serve: ParsableCommand {
 
     func execute() throws -> Int32 {
         let config = try makeConfiguration()
+        let environment = ProcessInfo.processInfo.environment
         let logger = LogSetup.makeLogger(level: config.logLevel)
+        // Read (and unset) before anything else can start a child that would inherit them.
+        let activated = try SocketActivation.takeFromEnvironment(environment)
         let loop: EventLoop
         let sidecar: Sidecar
+        let address: String
         do {
             loop = try EventLoop()
             sidecar = try Sidecar(configuration: config, loop: loop, logger: logger)
-            try sidecar.start()
+            address = activated.isEmpty ? try sidecar.start() : try sidecar.start(adopting: activated)
         } catch let error as ConfigError {
             throw error
         } catch {
             throw StartupError(message: "\(error)")
         }
+        let notifier = SystemdNotifier(environment: environment)
         var draining = false
         let stop = {
             guard !draining else { return }
             draining = true
+            notifier?.notify(.stopping, .status("draining: finishing calls in flight"))
             logger.notice("draining", metadata: ["timeout_s": "\(config.drainTimeout)"])
             sidecar.drain(timeout: config.drainTimeout) {
                 logger.notice("stopped")
@@ -120,7 +129,19 @@ struct Serve: ParsableCommand {
         }
         loop.onSignal(SIGTERM, stop)
         loop.onSignal(SIGINT, stop)
-        loop.onSignal(SIGHUP) { sidecar.reloadProviderHeaders() }
+        loop.onSignal(SIGHUP) {
+            sidecar.reloadProviderHeaders()
+            if !draining { notifier?.notify(.status("serving on \(address); provider headers reloaded")) }
+        }
+        // Only now, with the signals handled: systemd may send SIGTERM as soon as it is told.
+        if let notifier {
+            if !notifier.notify(.ready, .status("serving on \(address)")) {
+                logger.warning("could not notify the service manager", metadata: ["socket": "\(notifier.socketName)"])
+            }
+            if let interval = SystemdNotifier.watchdogInterval(environment: environment, pid: getpid()) {
+                notifier.startWatchdog(on: loop, every: interval)
+            }
+        }
         loop.run()
         return 0
     }

@@ -26,6 +26,8 @@ public struct Configuration: Sendable {
     public var socketMode: UInt32?
     public var drainTimeout: Double = 10
     public var logLevel: Logger.Level = .info
+    /// One `info` line per call on the `fleet-token-proxy.access` logger (`--access-log`).
+    public var accessLog = false
     public var limits = ServerLimits()
 
     public init(upstream: UpstreamURL, providerURL: ProviderURLTemplate) {

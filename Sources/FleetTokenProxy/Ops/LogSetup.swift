@@ -1,7 +1,9 @@
+import Foundation
 import Logging
 
 public enum LogSetup {
-    /// The process-wide log handler: one event a line on stderr, at `level`.
+    /// The process-wide log handler: one event a line on stderr, at `level`; with journald
+    /// priorities when stderr is the journal (`JOURNAL_STREAM`).
     public static func makeLogger(level: Logger.Level, label: String = "fleet-token-proxy") -> Logger {
         bootstrapOnce
         var logger = Logger(label: label)
@@ -9,7 +11,16 @@ public enum LogSetup {
         return logger
     }
 
+    /// The per-call access log (`--access-log`): its own label, at `info` whatever `--log-level`
+    /// says, since asking for it is asking to see every call.
+    public static func makeAccessLogger() -> Logger {
+        makeLogger(level: .info, label: accessLabel)
+    }
+
+    public static let accessLabel = "fleet-token-proxy.access"
+
     private static let bootstrapOnce: Void = {
-        LoggingSystem.bootstrap { label in StreamLogHandler.standardError(label: label) }
+        let journal = LineLogHandler.stderrIsJournal(ProcessInfo.processInfo.environment["JOURNAL_STREAM"])
+        LoggingSystem.bootstrap { label in LineLogHandler(label: label, journal: journal) }
     }()
 }

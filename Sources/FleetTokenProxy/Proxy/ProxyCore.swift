@@ -13,8 +13,15 @@ final class ProxyCore {
     let logger: Logger
     let clock: TokenClock
     var statistics = ProxyStatistics()
+    /// Prometheus metrics (recording nothing unless the admin listener is on).
+    let metrics: ProxyMetrics
+    /// The per-call access log; nil unless `--access-log`.
+    let accessLogger: Logger?
 
-    init(loop: EventLoop, cache: TokenCache, upstream: ConnectionPool, upstreamH2: UpstreamH2Pool, limits: ServerLimits, clock: TokenClock, logger: Logger) {
+    init(loop: EventLoop, cache: TokenCache, upstream: ConnectionPool, upstreamH2: UpstreamH2Pool, limits: ServerLimits,
+         clock: TokenClock, logger: Logger, metrics: ProxyMetrics = ProxyMetrics(), accessLogger: Logger? = nil) {
+        self.metrics = metrics
+        self.accessLogger = accessLogger
         self.loop = loop
         self.cache = cache
         self.upstream = upstream

@@ -38,6 +38,8 @@ final class ProxyServer {
     }
 
     var openConnections: Int { connections.count }
+    /// True while at least one listener accepts (false before start and once draining).
+    var isListening: Bool { !listeners.isEmpty && !draining }
 
     private func accept(_ fd: Int32) {
         guard !draining else { Glibc.close(fd); return }
@@ -49,6 +51,7 @@ final class ProxyServer {
         connections[ObjectIdentifier(connection)] = connection
         core.statistics.acceptedConnections += 1
         core.statistics.openConnections = connections.count
+        core.metrics.openConnectionsChanged(to: connections.count)
         if connections.count >= core.limits.maxConnections && !paused {
             paused = true
             listeners.forEach { $0.pause() }
@@ -73,6 +76,7 @@ final class ProxyServer {
     func connectionClosed(_ connection: ClientConnection) {
         connections.removeValue(forKey: ObjectIdentifier(connection))
         core.statistics.openConnections = connections.count
+        core.metrics.openConnectionsChanged(to: connections.count)
         if paused && connections.count < core.limits.maxConnections && !draining {
             paused = false
             listeners.forEach { $0.resume() }

@@ -11,6 +11,9 @@ public final class Sidecar {
     private let server: ProxyServer
     private let provider: ProviderClient
     private let cache: TokenCache
+    private let metrics: ProxyMetrics
+    private var admin: AdminServer?
+    private var draining = false
 
     /// Builds every part; fails (for a clear start-up error) on an unreadable CA or header file.
     public init(configuration: Configuration, loop: EventLoop, logger: Logger, clock: TokenClock = SystemClock()) throws {
@@ -21,6 +24,8 @@ public final class Sidecar {
             ? try TLSContext.client(caFile: configuration.upstreamCAFile) : nil
         let providerTLS: TLSContext? = configuration.providerURL.scheme == .https
             ? try TLSContext.client(caFile: configuration.providerCAFile) : nil
+        // Metrics cost a little on every call; without an admin listener nobody can read them.
+        metrics = configuration.adminListen != nil ? ProxyMetrics.bootstrapped() : ProxyMetrics()
         var headers = configuration.providerHeaders
         if let file = configuration.providerHeaderFile {
             headers += try Self.readHeaderFile(file)
@@ -29,7 +34,7 @@ public final class Sidecar {
             loop: loop, template: configuration.providerURL, tls: providerTLS, headers: headers,
             tokenField: configuration.tokenField, expiryField: configuration.expiryField,
             timeout: configuration.providerTimeout, concurrency: configuration.providerConcurrency,
-            clock: clock, logger: logger)
+            clock: clock, logger: logger, metrics: metrics)
         cache = TokenCache(
             fetcher: provider, clock: clock,
             timing: TokenTiming(refreshMargin: configuration.refreshMargin, minValidity: configuration.minTokenValidity),
@@ -43,18 +48,64 @@ public final class Sidecar {
         let upstreamH2TLS: TLSContext? = configuration.upstream.scheme == .https
             ? try TLSContext.client(caFile: configuration.upstreamCAFile, alpn: ["h2"]) : nil
         let upstreamH2 = UpstreamH2Pool(loop: loop, origin: Origin(configuration.upstream), tls: upstreamH2TLS, logger: logger)
-        core = ProxyCore(loop: loop, cache: cache, upstream: upstream, upstreamH2: upstreamH2, limits: configuration.limits, clock: clock, logger: logger)
+        core = ProxyCore(loop: loop, cache: cache, upstream: upstream, upstreamH2: upstreamH2, limits: configuration.limits,
+                         clock: clock, logger: logger,
+                         metrics: metrics, accessLogger: configuration.accessLog ? LogSetup.makeAccessLogger() : nil)
         server = ProxyServer(core: core)
+        if configuration.adminListen != nil {
+            admin = AdminServer(loop: loop, metrics: metrics, probes: AdminServer.Probes(
+                notReadyReason: { [unowned self] in notReadyReason },
+                beforeScrape: { [unowned self] in metrics.observeCache(cache.statistics, entities: cache.count) }))
+        }
     }
 
-    /// Binds the configured listener; returns the bound address (real port for port 0).
+    /// Binds the configured listener (and the admin listener); returns the bound address (real
+    /// port for port 0).
     @discardableResult
     public func start() throws -> String {
         let bound = try server.listen(on: configuration.listen, socketMode: configuration.socketMode)
-        logger.notice("listening", metadata: [
+        var metadata: Logger.Metadata = [
             "address": "\(bound)", "upstream": "\(configuration.upstream)", "provider": "\(configuration.providerURL)",
-        ])
+        ]
+        metadata["admin"] = try startAdmin().map { "\($0)" }
+        logger.notice("listening", metadata: metadata)
         return bound
+    }
+
+    /// Serves on sockets the service manager opened (socket activation) instead of binding
+    /// `--listen`; returns their addresses, comma-separated.
+    @discardableResult
+    public func start(adopting sockets: [ActivatedSocket]) throws -> String {
+        var addresses: [String] = []
+        for socket in sockets {
+            let address = SocketActivation.localAddress(of: socket.fd)
+            try server.adopt(fd: socket.fd, description: address)
+            addresses.append(address)
+        }
+        let bound = addresses.joined(separator: ",")
+        var metadata: Logger.Metadata = [
+            "address": "\(bound)", "activation": "socket", "names": "\(sockets.map(\.name).joined(separator: ","))",
+            "upstream": "\(configuration.upstream)", "provider": "\(configuration.providerURL)",
+        ]
+        metadata["admin"] = try startAdmin().map { "\($0)" }
+        logger.notice("listening", metadata: metadata)
+        return bound
+    }
+
+    /// Binds the admin listener, if configured; returns its address.
+    private func startAdmin() throws -> String? {
+        guard let admin, let address = configuration.adminListen else { return nil }
+        return try admin.listen(on: address)
+    }
+
+    /// The admin listener's bound address, if it is on.
+    public var adminAddress: String? { admin?.boundDescription }
+
+    /// Nil when the sidecar takes calls; otherwise why not (`/readyz`).
+    public var notReadyReason: String? {
+        if draining { return "draining" }
+        if !server.isListening { return "not listening" }
+        return nil
     }
 
     /// Re-reads `--provider-header-file` (SIGHUP): the next provider request uses it; cached
@@ -72,6 +123,7 @@ public final class Sidecar {
     /// Stops accepting, lets calls in flight finish for up to `timeout` seconds, then closes
     /// what is left and calls `done`.
     public func drain(timeout: Double, done: @escaping () -> Void) {
+        draining = true
         var finished = false
         let finish = { [self] in
             guard !finished else { return }
@@ -80,6 +132,8 @@ public final class Sidecar {
             provider.close()
             core.upstream.close()
             core.upstreamH2.close()
+            // Last: /readyz says 503 for the whole drain.
+            admin?.close()
             done()
         }
         let timer = loop.schedule(after: timeout) {

@@ -13,13 +13,16 @@ final class ProviderClient: TokenFetcher {
     private let tokenField: String?
     private let expiryField: String?
     private let logger: Logger
+    private let metrics: ProxyMetrics
     /// The operator's headers (a backend credential); replaced on reload.
     var headers: [HeaderField]
     /// Fetches under way; the client owns them until they finish.
     private var inFlight: [ObjectIdentifier: ProviderExchange] = [:]
 
     init(loop: EventLoop, template: ProviderURLTemplate, tls: TLSContext?, headers: [HeaderField],
-         tokenField: String?, expiryField: String?, timeout: Double, concurrency: Int, clock: TokenClock, logger: Logger) {
+         tokenField: String?, expiryField: String?, timeout: Double, concurrency: Int, clock: TokenClock, logger: Logger,
+         metrics: ProxyMetrics = ProxyMetrics()) {
+        self.metrics = metrics
         self.loop = loop
         self.template = template
         self.headers = headers
@@ -36,6 +39,15 @@ final class ProviderClient: TokenFetcher {
     }
 
     func fetch(_ key: EntityKey, completion: @escaping (Result<FetchedToken, ProxyFailure>) -> Void) {
+        let started = clock.monotonicNow
+        exchange(key) { [metrics, clock] result in
+            metrics.providerFetchFinished(ProxyMetrics.outcome(result), seconds: clock.monotonicNow - started)
+            completion(result)
+        }
+    }
+
+    /// One fetch without metrics: a resend after the keep-alive race counts with its first try.
+    fileprivate func exchange(_ key: EntityKey, completion: @escaping (Result<FetchedToken, ProxyFailure>) -> Void) {
         let exchange = ProviderExchange(key: key, client: self, completion: completion)
         inFlight[ObjectIdentifier(exchange)] = exchange
         exchange.timer = loop.schedule(after: timeout) { [weak exchange] in
@@ -162,7 +174,7 @@ private final class ProviderExchange: ResponseSink {
         connection = nil
         if retryable && !finished {
             // The keep-alive race on a reused connection: the provider never saw the request.
-            client.fetch(key) { [self] result in finish(result) }
+            client.exchange(key) { [self] result in finish(result) }
             return
         }
         finish(.failure(.providerUnavailable("token provider connection failed: \(failure.message)")))

@@ -1,0 +1,180 @@
+import CoreMetrics
+import Metrics
+import class Prometheus.PrometheusCollectorRegistry
+import struct Prometheus.PrometheusMetricsFactory
+
+/// The sidecar's Prometheus metrics, recorded through swift-metrics into a
+/// `PrometheusCollectorRegistry` and served by the admin listener's `/metrics`.
+///
+/// Labels are bounded: protocol, status code, provider outcome. Never a token, never an entity
+/// id. A disabled instance (no `--admin-listen`) records nothing and costs one branch a call.
+///
+/// Loop-thread only: the label caches and the last cache counts are plain fields.
+public final class ProxyMetrics {
+    /// What a provider fetch came to, for `fleet_token_proxy_provider_requests_total{outcome}`.
+    public enum ProviderOutcome: String, Sendable, CaseIterable {
+        /// A usable token.
+        case success
+        /// The provider answered 4xx.
+        case refused
+        /// Unreachable, too slow, or 5xx.
+        case unavailable
+        /// An answer with no usable token (bad JSON, no token, expired, no expiry).
+        case unusable
+    }
+
+    static let requestsTotal = "fleet_token_proxy_requests_total"
+    static let requestDuration = "fleet_token_proxy_request_duration_seconds"
+    static let cacheHits = "fleet_token_proxy_token_cache_hits_total"
+    static let cacheMisses = "fleet_token_proxy_token_cache_misses_total"
+    static let coalesced = "fleet_token_proxy_singleflight_coalesced_total"
+    static let providerRequests = "fleet_token_proxy_provider_requests_total"
+    static let providerDuration = "fleet_token_proxy_provider_request_duration_seconds"
+    static let cachedEntities = "fleet_token_proxy_cached_entities"
+    static let openConnections = "fleet_token_proxy_open_connections"
+
+    public let isEnabled: Bool
+    private let registry: PrometheusCollectorRegistry?
+    private let factory: (any MetricsFactory)?
+
+    private struct CallLabels: Hashable {
+        var protocolName: String
+        var code: Int
+    }
+    private var callCounters: [CallLabels: Counter] = [:]
+    private var callTimers: [String: CoreMetrics.Timer] = [:]
+    private var providerCounters: [ProviderOutcome: Counter] = [:]
+    private var providerTimer: CoreMetrics.Timer?
+    private var hits: Counter?
+    private var misses: Counter?
+    private var coalescedFetches: Counter?
+    private var entities: Gauge?
+    private var connections: Gauge?
+    /// The cache's counts at the last scrape: its counters move by the difference.
+    private var lastCache = TokenCacheStatistics()
+
+    /// A recorder that records nothing (metrics are off unless `--admin-listen` is given).
+    public init() {
+        isEnabled = false
+        registry = nil
+        factory = nil
+    }
+
+    /// Records into `registry` through a factory made for it; the process-wide one is
+    /// `bootstrapped()`, tests make their own.
+    init(registry: PrometheusCollectorRegistry) {
+        isEnabled = true
+        self.registry = registry
+        let factory = Self.factory(for: registry)
+        self.factory = factory
+        hits = Counter(label: Self.cacheHits, factory: factory)
+        misses = Counter(label: Self.cacheMisses, factory: factory)
+        coalescedFetches = Counter(label: Self.coalesced, factory: factory)
+        entities = Gauge(label: Self.cachedEntities, factory: factory)
+        connections = Gauge(label: Self.openConnections, factory: factory)
+        providerTimer = CoreMetrics.Timer(label: Self.providerDuration, factory: factory)
+        entities?.record(0)
+        connections?.record(0)
+    }
+
+    /// Metrics in the registry `MetricsSystem` was bootstrapped with, once per process, so that
+    /// libraries reporting through swift-metrics land on the same `/metrics` page. One sidecar
+    /// a process: a second one would add to the same series.
+    public static func bootstrapped() -> ProxyMetrics {
+        ProxyMetrics(registry: processRegistry)
+    }
+
+    private static let processRegistry: PrometheusCollectorRegistry = {
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(factory(for: registry))
+        return registry
+    }()
+
+    private static func factory(for registry: PrometheusCollectorRegistry) -> PrometheusMetricsFactory {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        // A proxy hop on loopback takes tens of microseconds; Fleet Engine calls, milliseconds
+        // to seconds. The default buckets start at 5 ms.
+        factory.durationHistogramBuckets[requestDuration] = [
+            .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5),
+            .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+            .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5), .seconds(10), .seconds(30),
+        ]
+        factory.durationHistogramBuckets[providerDuration] = [
+            .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+            .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500),
+            .seconds(5), .seconds(10),
+        ]
+        return factory
+    }
+
+    /// One client call answered: `protocol` is `http1`, `h2` or `grpc`; `code` the HTTP status
+    /// sent (the gRPC status for gRPC); `seconds` from its head read to its answer's end.
+    public func callFinished(protocol protocolName: String, code: Int, seconds: Double) {
+        guard isEnabled, let factory else { return }
+        let labels = CallLabels(protocolName: protocolName, code: code)
+        let counter: Counter
+        if let existing = callCounters[labels] {
+            counter = existing
+        } else {
+            counter = Counter(label: Self.requestsTotal, dimensions: [("protocol", protocolName), ("code", String(code))], factory: factory)
+            callCounters[labels] = counter
+        }
+        counter.increment()
+        let timer: CoreMetrics.Timer
+        if let existing = callTimers[protocolName] {
+            timer = existing
+        } else {
+            timer = CoreMetrics.Timer(label: Self.requestDuration, dimensions: [("protocol", protocolName)], factory: factory)
+            callTimers[protocolName] = timer
+        }
+        timer.recordSeconds(max(0, seconds))
+    }
+
+    /// One token provider fetch ended (a resend after a closed keep-alive connection is part of it).
+    public func providerFetchFinished(_ outcome: ProviderOutcome, seconds: Double) {
+        guard isEnabled, let factory else { return }
+        let counter: Counter
+        if let existing = providerCounters[outcome] {
+            counter = existing
+        } else {
+            counter = Counter(label: Self.providerRequests, dimensions: [("outcome", outcome.rawValue)], factory: factory)
+            providerCounters[outcome] = counter
+        }
+        counter.increment()
+        providerTimer?.recordSeconds(max(0, seconds))
+    }
+
+    /// The outcome label for a fetch result.
+    static func outcome(_ result: Result<FetchedToken, ProxyFailure>) -> ProviderOutcome {
+        switch result {
+        case .success: return .success
+        case .failure(.providerRefused): return .refused
+        case .failure(.providerAnswerUnusable): return .unusable
+        case .failure: return .unavailable
+        }
+    }
+
+    /// Client connections open now.
+    public func openConnectionsChanged(to count: Int) {
+        guard isEnabled else { return }
+        connections?.record(count)
+    }
+
+    /// Brings the cache metrics up to date from the cache's own counts (read at scrape time, so
+    /// the cache needs no metrics code). Counters move by what changed since the last call.
+    public func observeCache(_ statistics: TokenCacheStatistics, entities count: Int) {
+        guard isEnabled else { return }
+        hits?.increment(by: max(0, statistics.hits - lastCache.hits))
+        misses?.increment(by: max(0, statistics.misses - lastCache.misses))
+        coalescedFetches?.increment(by: max(0, statistics.coalesced - lastCache.coalesced))
+        lastCache = statistics
+        entities?.record(count)
+    }
+
+    /// The Prometheus text exposition (format 0.0.4) of everything recorded.
+    public func exposition() -> [UInt8] {
+        var buffer: [UInt8] = []
+        registry?.emit(into: &buffer)
+        return buffer
+    }
+}

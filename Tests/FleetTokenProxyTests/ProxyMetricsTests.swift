@@ -1,0 +1,54 @@
+@testable import FleetTokenProxy
+import Prometheus
+import XCTest
+
+final class ProxyMetricsTests: XCTestCase {
+    func page(_ metrics: ProxyMetrics) -> String { String(decoding: metrics.exposition(), as: UTF8.self) }
+
+    func testCallsAreCountedByProtocolAndCodeWithADurationHistogram() {
+        let metrics = ProxyMetrics(registry: PrometheusCollectorRegistry())
+        metrics.callFinished(protocol: "http1", code: 200, seconds: 0.0004)
+        metrics.callFinished(protocol: "http1", code: 200, seconds: 0.02)
+        metrics.callFinished(protocol: "grpc", code: 14, seconds: 1)
+        let text = page(metrics)
+        XCTAssertTrue(text.contains(#"fleet_token_proxy_requests_total{protocol="http1",code="200"} 2"#), text)
+        XCTAssertTrue(text.contains(#"fleet_token_proxy_requests_total{protocol="grpc",code="14"} 1"#), text)
+        XCTAssertTrue(text.contains(#"fleet_token_proxy_request_duration_seconds_bucket{protocol="http1",le="0.0005"} 1"#), text)
+        XCTAssertTrue(text.contains(#"fleet_token_proxy_request_duration_seconds_count{protocol="http1"} 2"#), text)
+        XCTAssertTrue(text.contains("# TYPE fleet_token_proxy_request_duration_seconds histogram"), text)
+    }
+
+    func testCacheCountersFollowTheCacheByDifference() {
+        let metrics = ProxyMetrics(registry: PrometheusCollectorRegistry())
+        metrics.observeCache(TokenCacheStatistics(hits: 5, misses: 2, coalesced: 1), entities: 2)
+        metrics.observeCache(TokenCacheStatistics(hits: 9, misses: 3, coalesced: 1), entities: 3)
+        let text = page(metrics)
+        XCTAssertTrue(text.contains("fleet_token_proxy_token_cache_hits_total 9\n"), text)
+        XCTAssertTrue(text.contains("fleet_token_proxy_token_cache_misses_total 3\n"), text)
+        XCTAssertTrue(text.contains("fleet_token_proxy_singleflight_coalesced_total 1\n"), text)
+        XCTAssertTrue(text.contains("fleet_token_proxy_cached_entities 3.0\n") || text.contains("fleet_token_proxy_cached_entities 3\n"), text)
+    }
+
+    func testProviderOutcomesAndOpenConnections() {
+        let metrics = ProxyMetrics(registry: PrometheusCollectorRegistry())
+        metrics.providerFetchFinished(ProxyMetrics.outcome(.success(FetchedToken(token: "t", expiresAt: 1))), seconds: 0.01)
+        metrics.providerFetchFinished(ProxyMetrics.outcome(.failure(.providerRefused("no"))), seconds: 0.01)
+        metrics.providerFetchFinished(ProxyMetrics.outcome(.failure(.providerUnavailable("down"))), seconds: 0.01)
+        metrics.providerFetchFinished(ProxyMetrics.outcome(.failure(.providerAnswerUnusable("junk"))), seconds: 0.01)
+        metrics.openConnectionsChanged(to: 4)
+        let text = page(metrics)
+        for outcome in ["success", "refused", "unavailable", "unusable"] {
+            XCTAssertTrue(text.contains("fleet_token_proxy_provider_requests_total{outcome=\"\(outcome)\"} 1"), text)
+        }
+        XCTAssertTrue(text.contains("fleet_token_proxy_provider_request_duration_seconds_count 4"), text)
+        XCTAssertTrue(text.contains("fleet_token_proxy_open_connections 4"), text)
+    }
+
+    func testDisabledMetricsRecordNothing() {
+        let metrics = ProxyMetrics()
+        metrics.callFinished(protocol: "http1", code: 200, seconds: 0.1)
+        metrics.openConnectionsChanged(to: 3)
+        XCTAssertFalse(metrics.isEnabled)
+        XCTAssertEqual(metrics.exposition(), [])
+    }
+}
