@@ -250,7 +250,6 @@ final class TokenLifecycleTests: XCTestCase {
     }
 
     func testUnauthorizedFromFleetEngineIsHealedWithOneRefetch() throws {
-        try XCTSkipIf(ProcessInfo.processInfo.environment["FTP_EXPECT_401_RETRY"] == nil, "needs the proxy's 401 retry")
         try startSidecar()
         let key = EntityKey(provider: "p1", type: .vehicle, id: "revoked")
         XCTAssertEqual(try get("/v1/providers/p1/vehicles/revoked").status, 200)

@@ -40,6 +40,11 @@ final class H2Call {
     var upstreamStream: Int32 = -1
     var upstreamDeferred = false
     var attempts = 0
+    /// A copy of the request bytes sent upstream, kept (up to `replayLimit`) so the call can be
+    /// sent once more with a fresh token if Fleet Engine answers UNAUTHENTICATED.
+    let sentCopy: OpaquePointer
+    var replayable = true
+    static let replayLimit = 64 * 1024
 
     // Response, as the upstream sends it.
     var responseHeaders: [(String, String)] = []
@@ -61,15 +66,30 @@ final class H2Call {
         self.client = client
         requestBody = evbuffer_new()
         responseBody = evbuffer_new()
+        sentCopy = evbuffer_new()
     }
 
     deinit {
         deadline?.cancel()
         evbuffer_free(requestBody)
         evbuffer_free(responseBody)
+        evbuffer_free(sentCopy)
     }
 
-    /// The gRPC status an error maps to when answered by the sidecar.
+    /// Puts the request bytes already sent back in front of the unsent ones, for a resend.
+    /// False when the copy was not kept (body too large).
+    func rewindRequest() -> Bool {
+        guard replayable else { return false }
+        evbuffer_prepend_buffer(requestBody, sentCopy)
+        requestBytesSent = 0
+        responseHeaders.removeAll()
+        responseHeadReceived = false
+        responseEnded = false
+        upstreamStream = -1
+        return true
+    }
+
+    /// Seconds from a `grpc-timeout` value, nil when malformed.
     static func grpcTimeout(_ value: String) -> Double? {
         // "1S", "250m": up to 8 digits and a unit (gRPC over HTTP/2 spec).
         guard let unit = value.last, value.count >= 2, value.count <= 9,

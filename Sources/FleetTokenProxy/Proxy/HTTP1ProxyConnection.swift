@@ -37,6 +37,9 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         /// The whole request as sent, kept for one resend when a reused upstream connection
         /// turns out to be closed. Nil for bodies too large or not yet complete.
         var replay: [UInt8]?
+        /// Fleet Engine answered 401: this answer is dropped and the call sent again once with
+        /// a freshly fetched token (SPEC: revocation).
+        var retryingAfter401 = false
         var attempts = 0
         var keepAlive: Bool
         var status = 0
@@ -261,10 +264,11 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         call.upstream = upstream
         call.attempts += 1
         state = .forwarding
-        if let replay = call.replay {
-            // A resend after the keep-alive race: the body is already in the copy.
+        if let body = call.replay {
+            // A resend (keep-alive race, or a fresh token after a 401): the body is in the copy;
+            // the head is built again with the token the call has now.
             upstream.requestComplete = true
-            upstream.send(replay)
+            upstream.send(upstreamHead(call.head, token: token) + body)
             upstream.beginExchange(method: call.head.method, sink: self)
             return
         }
@@ -275,18 +279,13 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         // A small body that has fully arrived goes out with the head in one write, and a copy
         // is kept so the request can be sent again if this connection was already dead.
         if case .remaining(let n) = call.body, n <= 64 * 1024, transport.inputLength >= n {
-            var whole = headBytes
-            if n > 0 {
-                whole.append(contentsOf: repeatElement(0, count: n))
-                whole.withUnsafeMutableBytes { raw in
-                    _ = evbuffer_remove(transport.input, raw.baseAddress! + headBytes.count, n)
-                }
-            }
+            var body = [UInt8](repeating: 0, count: n)
+            if n > 0 { body.withUnsafeMutableBytes { _ = evbuffer_remove(transport.input, $0.baseAddress, n) } }
             call.body = .remaining(0)
             call.requestDone = true
-            call.replay = whole
+            call.replay = body
             upstream.requestComplete = true
-            upstream.send(whole)
+            upstream.send(headBytes + body)
         } else {
             upstream.requestComplete = false
             upstream.send(headBytes)
@@ -369,6 +368,10 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
 
     func responseHead(_ head: ResponseHead, from connection: HTTP1ClientConnection) {
         guard let call, state == .forwarding else { return }
+        if head.status == 401 && call.attempts == 1 && call.replay != nil && !call.retryingAfter401 {
+            call.retryingAfter401 = true
+            return
+        }
         call.status = head.status
         let framing = head.framing(requestMethod: call.head.method)
         let clientIsHTTP10 = call.head.minorVersion == 0
@@ -414,7 +417,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     }
 
     func responseBody(_ buffer: OpaquePointer, count: Int, from connection: HTTP1ClientConnection) {
-        guard state == .forwarding, let call else { evbuffer_drain(buffer, count); return }
+        guard state == .forwarding, let call, !call.retryingAfter401 else { evbuffer_drain(buffer, count); return }
         if var dechunker = call.dechunker {
             var left = count
             forEachChain(of: buffer, limit: count) { chunk in
@@ -433,9 +436,13 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
 
     func responseEnded(from connection: HTTP1ClientConnection) {
         guard state == .forwarding, let call else { return }
+        call.upstream = nil
+        if call.retryingAfter401 {
+            retryWithFreshToken(call)
+            return
+        }
         uncork()
         call.responseDone = true
-        call.upstream = nil
         maybeFinish()
     }
 
@@ -464,11 +471,32 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         if connection.outputLength < core.limits.bufferHighWater { pumpRequestBody() }
     }
 
+    /// Fleet Engine refused the token (revoked, rotated key): drop it from the cache, fetch
+    /// another and send the call once more. The first answer never reaches the client.
+    private func retryWithFreshToken(_ call: Call) {
+        if let old = call.token { core.cache.invalidate(call.key, token: old) }
+        call.token = nil
+        state = .waitingForToken
+        logger.debug("Fleet Engine answered 401; retrying once with a fresh token", metadata: ["entity_type": "\(call.key.type.rawValue)"])
+        core.cache.token(for: call.key) { [self] result in
+            guard state == .waitingForToken, let current = self.call, current === call else { return }
+            switch result {
+            case .failure(let failure):
+                refuse(failure, close: false)
+            case .success(let token):
+                call.token = token
+                state = .waitingForUpstream
+                acquireUpstream()
+            }
+        }
+    }
+
     // MARK: Ending calls
 
     private func maybeFinish() {
         guard let call, call.requestDone, call.responseDone else { return }
         logAccess(call, status: call.status)
+        core.metrics.callFinished(protocol: "http1", code: call.status, seconds: core.clock.monotonicNow - call.started)
         self.call = nil
         if call.keepAlive && !draining {
             state = .readingHead
@@ -484,6 +512,13 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     private func refuse(_ failure: ProxyFailure, close: Bool, head: RequestHead? = nil) {
         let keep = !close && (head?.keepAlive ?? call?.head.keepAlive ?? false) && !draining
         core.statistics.refusedByStatus[failure.httpStatus, default: 0] += 1
+        let now = core.clock.monotonicNow
+        core.metrics.callFinished(protocol: "http1", code: failure.httpStatus, seconds: now - (call?.started ?? now))
+        core.accessLogger?.info("call", metadata: [
+            "method": "\(head?.method ?? call?.head.method ?? "-")", "route": "\(routeLabel(head ?? call?.head))",
+            "entity_type": "\(call?.key.type.rawValue ?? "-")", "status": "\(failure.httpStatus)",
+            "ms": "\(Int((now - (call?.started ?? now)) * 1000))", "cache": "\(call?.cacheOutcome ?? "-")",
+        ])
         transport.write(ErrorResponse.http1(failure, close: !keep))
         let method = head?.method ?? call?.head.method ?? "-"
         logger.debug("refused", metadata: [
@@ -513,7 +548,17 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         out.append(UInt8(48 + status % 10))
     }
 
+    /// The path without its query, for the access log (queries may carry ids in bulk).
+    private func routeLabel(_ head: RequestHead?) -> Substring {
+        guard let head else { return "-" }
+        return head.target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0].prefix(128)
+    }
+
     private func logAccess(_ call: Call, status: Int) {
+        core.accessLogger?.info("call", metadata: [
+            "method": "\(call.head.method)", "route": "\(routeLabel(call.head))", "entity_type": "\(call.key.type.rawValue)",
+            "status": "\(status)", "ms": "\(Int((core.clock.monotonicNow - call.started) * 1000))", "cache": "\(call.cacheOutcome)",
+        ])
         guard logger.logLevel <= .debug else { return }
         let ms = (core.clock.monotonicNow - call.started) * 1000
         logger.debug("call", metadata: [

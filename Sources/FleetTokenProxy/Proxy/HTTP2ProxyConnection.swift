@@ -316,6 +316,16 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         }
     }
 
+    /// Fleet Engine refused the call's token: drop it from the cache and forward the call once
+    /// more with a fresh one.
+    func retryWithFreshToken(_ call: H2Call) {
+        guard !call.finished, let key = call.key else { return }
+        if let old = call.token { core.cache.invalidate(key, token: old) }
+        call.token = nil
+        call.routed = false
+        routed(call, key: key)
+    }
+
     // MARK: Answers from the sidecar itself
 
     private func fail(_ call: H2Call, _ failure: ProxyFailure) {
@@ -369,8 +379,14 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     }
 
     private func logCall(_ call: H2Call) {
+        let seconds = core.clock.monotonicNow - call.started
+        core.metrics.callFinished(protocol: call.isGRPC ? "grpc" : "h2", code: call.status, seconds: seconds)
+        core.accessLogger?.info("call", metadata: [
+            "method": "\(call.method)", "route": "\(call.path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0].prefix(128))",
+            "entity_type": "\(call.key?.type.rawValue ?? "-")", "status": "\(call.status)", "ms": "\(Int(seconds * 1000))",
+        ])
         guard logger.logLevel <= .debug else { return }
-        let ms = (core.clock.monotonicNow - call.started) * 1000
+        let ms = seconds * 1000
         logger.debug("call", metadata: [
             "stream": "\(call.clientStream)", "path": "\(call.path.prefix(96))",
             "entity_type": "\(call.key?.type.rawValue ?? "-")", "status": "\(call.status)", "ms": "\(Int(ms))",

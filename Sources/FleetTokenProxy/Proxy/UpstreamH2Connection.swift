@@ -195,6 +195,19 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
                 call.responseHeaders.removeAll()
                 return
             }
+            if endStream && call.attempts == 1 && Self.isUnauthenticated(call.responseHeaders) {
+                // Revoked or rotated token: one more try with a fresh one, unseen by the client.
+                streams.removeValue(forKey: stream)
+                session?.resetStream(stream, errorCode: UInt32(NGHTTP2_NO_ERROR.rawValue))
+                call.upstream = nil
+                if call.rewindRequest() {
+                    call.client.retryWithFreshToken(call)
+                    pool.loadChanged(self)
+                    return
+                }
+                streams[stream] = call
+                call.upstream = self
+            }
             call.responseHeadReceived = true
             if endStream { call.responseEnded = true }
             call.client.upstreamResponseHead(call, endStream: endStream)
@@ -236,10 +249,20 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
             "\(origin) reset the stream (\(String(cString: nghttp2_http2_strerror(errorCode))))"), errorCode: errorCode)
     }
 
+    /// A trailers-only gRPC UNAUTHENTICATED, or HTTP 401.
+    private static func isUnauthenticated(_ headers: [(String, String)]) -> Bool {
+        headers.contains { ($0.0 == "grpc-status" && $0.1 == "16") || ($0.0 == ":status" && $0.1 == "401") }
+    }
+
     func h2ReadBody(stream: Int32, into buffer: UnsafeMutableRawBufferPointer) -> H2BodyRead {
         guard let call = streams[stream] else { return .bytes(0, end: true, trailers: false) }
         let n = Int(evbuffer_remove(call.requestBody, buffer.baseAddress, buffer.count))
         if n > 0 {
+            if call.replayable && call.attempts == 1 && call.requestBytesSent + n <= H2Call.replayLimit {
+                evbuffer_add(call.sentCopy, buffer.baseAddress, n)
+            } else {
+                call.replayable = false
+            }
             call.requestBytesSent += n
             call.client.requestBytesForwarded(call, count: n)
         }
