@@ -368,7 +368,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
 
     func responseHead(_ head: ResponseHead, from connection: HTTP1ClientConnection) {
         guard let call, state == .forwarding else { return }
-        if head.status == 401 && call.attempts == 1 && call.replay != nil && !call.retryingAfter401 {
+        if head.status == 401 && call.attempts == 1 && call.replay != nil {
             call.retryingAfter401 = true
             return
         }
@@ -476,6 +476,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     private func retryWithFreshToken(_ call: Call) {
         if let old = call.token { core.cache.invalidate(call.key, token: old) }
         call.token = nil
+        call.retryingAfter401 = false
         state = .waitingForToken
         logger.debug("Fleet Engine answered 401; retrying once with a fresh token", metadata: ["entity_type": "\(call.key.type.rawValue)"])
         core.cache.token(for: call.key) { [self] result in
