@@ -12,24 +12,9 @@ public struct ConfigError: Error, CustomStringConvertible, Equatable, Sendable {
 }
 
 extension ConfigError {
-    /// The longest piece of operator input a message repeats, in Unicode scalars.
-    static let echoLimit = 64
-
-    /// Operator input for a message: quoted, cut to `echoLimit` scalars and with control
-    /// characters replaced. Only for values that are not secret (addresses, URLs, names).
+    /// Operator input for a message: quoted, cut and with control characters replaced
+    /// (`EchoedInput`). Only for values that are not secret (addresses, URLs, names).
     static func quoted<S: StringProtocol>(_ text: S) -> String {
-        var out = String.UnicodeScalarView()
-        var count = 0
-        for scalar in text.unicodeScalars {
-            if count == echoLimit {
-                out.removeLast()
-                out.append("\u{2026}")
-                break
-            }
-            let isControl = scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
-            out.append(isControl ? "\u{FFFD}" : scalar)
-            count += 1
-        }
-        return "'" + String(out) + "'"
+        EchoedInput.quoted(text)
     }
 }

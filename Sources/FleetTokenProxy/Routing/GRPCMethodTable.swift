@@ -69,35 +69,6 @@ enum EntitySource: Sendable, Hashable {
     case fleetResourceName(FieldPath, ResourceCollection)
 }
 
-/// The collections in Fleet Engine resource names. gRPC names are not percent-encoded, so
-/// these are compared byte for byte.
-enum ResourceCollection: Sendable, Hashable {
-    case vehicles, trips, deliveryVehicles, tasks, taskTrackingInfo, billableTrips
-
-    var name: StaticString {
-        switch self {
-        case .vehicles: return "vehicles"
-        case .trips: return "trips"
-        case .deliveryVehicles: return "deliveryVehicles"
-        case .tasks: return "tasks"
-        case .taskTrackingInfo: return "taskTrackingInfo"
-        case .billableTrips: return "billableTrips"
-        }
-    }
-
-    /// How error messages name this collection's ids.
-    var idNoun: String {
-        switch self {
-        case .vehicles: return "vehicle id"
-        case .trips: return "trip id"
-        case .deliveryVehicles: return "delivery vehicle id"
-        case .tasks: return "task id"
-        case .taskTrackingInfo: return "tracking id"
-        case .billableTrips: return "billable trip id"
-        }
-    }
-}
-
 /// SPEC §3's gRPC table, with the field numbers of the Fleet Engine protos
 /// (`google/maps/fleetengine/v1/{vehicle,trip}_api.proto`,
 /// `google/maps/fleetengine/delivery/v1/delivery_api.proto`).

@@ -59,7 +59,7 @@ public enum RESTRoute {
             (resourceRaw, verbRaw) = splitVerb(resourceSegment)
             idRaw = nil
         }
-        guard let resource = Resource(resourceRaw) else {
+        guard let resource = resource(resourceRaw) else {
             return .failure(.notFleetEngineCall("unknown Fleet Engine collection \(quoted(resourceRaw))"))
         }
         var verb: Verb?
@@ -91,39 +91,12 @@ public enum RESTRoute {
     // MARK: - The table
 
     /// The collections under `/v1/providers/{p}/`.
-    enum Resource: CaseIterable, Sendable {
-        case vehicles, trips, deliveryVehicles, tasks, taskTrackingInfo, billableTrips
+    typealias Resource = ResourceCollection
+    private static let allResources = ResourceCollection.allCases
 
-        var name: StaticString {
-            switch self {
-            case .vehicles: return "vehicles"
-            case .trips: return "trips"
-            case .deliveryVehicles: return "deliveryVehicles"
-            case .tasks: return "tasks"
-            case .taskTrackingInfo: return "taskTrackingInfo"
-            case .billableTrips: return "billableTrips"
-            }
-        }
-
-        /// How error messages name this collection's ids.
-        var idNoun: String {
-            switch self {
-            case .vehicles: return "vehicle id"
-            case .trips: return "trip id"
-            case .deliveryVehicles: return "delivery vehicle id"
-            case .tasks: return "task id"
-            case .taskTrackingInfo: return "tracking id"
-            case .billableTrips: return "billable trip id"
-            }
-        }
-
-        private static let all = allCases
-
-        /// The collection a (still encoded) path segment names, compared after decoding.
-        init?(_ raw: Bytes) {
-            guard let match = matchDecoded(raw, among: Self.all, by: \.name) else { return nil }
-            self = match
-        }
+    /// The collection a (still encoded) path segment names, compared after decoding.
+    private static func resource(_ raw: Bytes) -> Resource? {
+        matchDecoded(raw, among: allResources, by: \.name)
     }
 
     /// The custom methods (`:verb`) the table lists.
@@ -392,7 +365,7 @@ public enum RESTRoute {
     // MARK: - Messages
 
     /// The longest piece of client input a message repeats, in Unicode scalars.
-    static let echoLimit = 64
+    static let echoLimit = EchoedInput.limit
 
     /// Client input for a message: quoted, cut to `echoLimit` scalars (the last one an
     /// ellipsis when cut) and with control characters replaced, so neither a huge nor a hostile
@@ -408,19 +381,5 @@ public enum RESTRoute {
         return quoted(String(decoding: UnsafeBufferPointer(rebasing: shown), as: UTF8.self))
     }
 
-    static func capped<S: StringProtocol>(_ text: S) -> String {
-        var out = String.UnicodeScalarView()
-        var count = 0
-        for scalar in text.unicodeScalars {
-            if count == echoLimit {
-                out.removeLast()
-                out.append("\u{2026}")
-                break
-            }
-            let isControl = scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
-            out.append(isControl ? "\u{FFFD}" : scalar)
-            count += 1
-        }
-        return String(out)
-    }
+    static func capped<S: StringProtocol>(_ text: S) -> String { EchoedInput.capped(text) }
 }
