@@ -51,7 +51,8 @@ final class Listener {
         }
     }
 
-    /// Adopts an already-listening socket (systemd socket activation).
+    /// Adopts an already-listening socket (systemd socket activation). Backlog 0 tells
+    /// libevent not to call listen() again, which would shrink the unit's `Backlog=`.
     init(loop: EventLoop, adoptingFD fd: Int32, description: String, onAccept: @escaping (Int32) -> Void) throws(ListenerError) {
         self.onAccept = onAccept
         self.boundDescription = description
@@ -59,7 +60,7 @@ final class Listener {
         let context = Unmanaged.passUnretained(self).toOpaque()
         listener = evconnlistener_new(loop.base, { _, fd, _, _, arg in
             Unmanaged<Listener>.fromOpaque(arg!).takeUnretainedValue().onAccept(fd)
-        }, context, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd)
+        }, context, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd)
         guard listener != nil else { throw ListenerError("cannot adopt listening socket \(fd)") }
     }
 
