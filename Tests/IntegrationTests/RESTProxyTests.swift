@@ -3,26 +3,7 @@ import Foundation
 import XCTest
 
 /// The sidecar binary between curl and the loopback stand-ins, over real sockets.
-final class RESTProxyTests: XCTestCase {
-    var standIns: StandInHost!
-    var sidecar: SidecarProcess!
-
-    override func setUpWithError() throws {
-        standIns = try StandInHost()
-    }
-
-    override func tearDown() {
-        sidecar?.stop()
-        standIns?.stop()
-    }
-
-    func startSidecar(_ extra: [String] = []) throws {
-        sidecar = try SidecarProcess([
-            "--upstream", "http://\(standIns.fleetEngineAddress)",
-            "--provider-url", standIns.providerTemplate,
-        ] + extra)
-    }
-
+final class RESTProxyTests: SidecarTestCase {
     /// status, body, response headers of one curl call through the sidecar.
     func call(_ method: String, _ path: String, body: String? = nil, headers: [String] = []) throws -> (status: Int, body: String, headers: String) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)

@@ -4,26 +4,7 @@ import XCTest
 
 /// The token lifecycle through the real binary, with the stand-in provider slowed, failed or
 /// made to answer wrong tokens, and counted.
-final class TokenLifecycleTests: XCTestCase {
-    var standIns: StandInHost!
-    var sidecar: SidecarProcess!
-
-    override func setUpWithError() throws {
-        standIns = try StandInHost()
-    }
-
-    override func tearDown() {
-        sidecar?.stop()
-        standIns?.stop()
-    }
-
-    func startSidecar(_ extra: [String] = []) throws {
-        sidecar = try SidecarProcess([
-            "--upstream", "http://\(standIns.fleetEngineAddress)",
-            "--provider-url", standIns.providerTemplate,
-        ] + extra)
-    }
-
+final class TokenLifecycleTests: SidecarTestCase {
     /// Runs `body` on the stand-ins' loop thread.
     func onStandIns<T>(_ body: @escaping (StandInProvider, StandInFleetEngine) -> T) -> T {
         standIns.sync { body(self.standIns.provider, self.standIns.fleetEngine) }

@@ -152,8 +152,10 @@ final class HTTP1ClientConnection: TransportDelegate {
     private var keepAliveAfter = true
 
     func transportWritable(_ transport: Transport) {
-        if case .readingBody = state { sink?.connectionDrained(self) }
-        else if case .awaitingHead = state { sink?.connectionDrained(self) }
+        switch state {
+        case .awaitingHead, .readingBody: sink?.connectionDrained(self)
+        case .connecting, .idle, .closed: break
+        }
     }
 
     func transportEvent(_ transport: Transport, events: Int16) {

@@ -19,6 +19,8 @@ final class H2Call {
     var headers: [(String, String)] = []
     var headerBytes = 0
     var isGRPC: Bool { contentType.hasPrefix("application/grpc") }
+    /// The gRPC method's routing rule, looked up once when the headers end.
+    var rule: GRPCRouteRule?
 
     /// Request body bytes received from the client, not yet sent upstream.
     let requestBody: OpaquePointer

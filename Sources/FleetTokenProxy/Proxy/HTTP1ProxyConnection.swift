@@ -32,7 +32,6 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         var body: RequestBody
         var requestDone: Bool
         var responseDone = false
-        var responseHeadSent = false
         var upstream: HTTP1ClientConnection?
         /// The whole request as sent, kept for one resend when a reused upstream connection
         /// turns out to be closed. Nil for bodies too large or not yet complete.
@@ -350,14 +349,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         out.append(contentsOf: " HTTP/1.1\r\nHost: ".utf8)
         out.append(contentsOf: core.upstreamOrigin.hostHeader.utf8)
         out.append(contentsOf: "\r\n".utf8)
-        let listed = head.headers["connection"] == nil ? [] : HopByHop.connectionTokens(head.headers)
-        for field in head.headers where !HopByHop.dropFromRequest(field.name) {
-            if !listed.isEmpty && listed.contains(where: { $0.asciiCaseInsensitiveEquals(field.name) }) { continue }
-            out.append(contentsOf: field.name.utf8)
-            out.append(contentsOf: ": ".utf8)
-            out.append(contentsOf: field.value.utf8)
-            out.append(contentsOf: "\r\n".utf8)
-        }
+        HopByHop.appendEndToEndFields(of: head.headers, dropping: HopByHop.dropFromRequest, to: &out)
         out.append(contentsOf: "Authorization: Bearer ".utf8)
         out.append(contentsOf: token.utf8)
         out.append(contentsOf: "\r\n\r\n".utf8)
@@ -382,7 +374,6 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
             closeAfter = true
         }
         call.keepAlive = !closeAfter
-        call.responseHeadSent = true
         core.statistics.upstreamStatus[head.status, default: 0] += 1
 
         var out: [UInt8] = []
@@ -392,14 +383,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         out.append(0x20)
         out.append(contentsOf: head.reason.utf8)
         out.append(contentsOf: "\r\n".utf8)
-        let listed = head.headers["connection"] == nil ? [] : HopByHop.connectionTokens(head.headers)
-        for field in head.headers where !HopByHop.dropFromResponse(field.name) {
-            if !listed.isEmpty && listed.contains(where: { $0.asciiCaseInsensitiveEquals(field.name) }) { continue }
-            out.append(contentsOf: field.name.utf8)
-            out.append(contentsOf: ": ".utf8)
-            out.append(contentsOf: field.value.utf8)
-            out.append(contentsOf: "\r\n".utf8)
-        }
+        HopByHop.appendEndToEndFields(of: head.headers, dropping: HopByHop.dropFromResponse, to: &out)
         if framing == .chunked && !clientIsHTTP10 { out.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8) }
         if closeAfter {
             out.append(contentsOf: "Connection: close\r\n".utf8)

@@ -146,10 +146,11 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
             }
         }
         if call.isGRPC {
-            if GRPCRoute.rule(forPath: call.path) == nil {
+            guard let rule = GRPCRoute.rule(forPath: call.path) else {
                 fail(call, .notFleetEngineCall("\(call.path.prefix(96)) is not a Fleet Engine gRPC method"))
                 return
             }
+            call.rule = rule
             routeGRPC(call)
         } else {
             switch RESTRoute.classify(method: call.method, target: call.path) {
@@ -217,7 +218,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
 
     /// Reads the first gRPC message once it is complete, and works out the entity.
     private func routeGRPC(_ call: H2Call) {
-        guard let rule = GRPCRoute.rule(forPath: call.path) else { return }
+        guard let rule = call.rule else { return }
         let length = evbuffer_get_length(call.requestBody)
         guard length > 0, let base = evbuffer_pullup(call.requestBody, length) else {
             if call.requestEnded { fail(call, .invalidEntity("the call has no request message")) }

@@ -47,6 +47,19 @@ enum HopByHop {
         }
     }
 
+    /// Appends `Name: value\r\n` for every field that is neither dropped by `drop` nor named
+    /// in a `Connection` header: the end-to-end part of an HTTP/1.1 head, request or response.
+    static func appendEndToEndFields(of headers: HTTPHeaders, dropping drop: (String) -> Bool, to out: inout [UInt8]) {
+        let listed = headers["connection"] == nil ? [] : connectionTokens(headers)
+        for field in headers where !drop(field.name) {
+            if !listed.isEmpty && listed.contains(where: { $0.asciiCaseInsensitiveEquals(field.name) }) { continue }
+            out.append(contentsOf: field.name.utf8)
+            out.append(contentsOf: ": ".utf8)
+            out.append(contentsOf: field.value.utf8)
+            out.append(contentsOf: "\r\n".utf8)
+        }
+    }
+
     /// The extra field names a `Connection` header lists as hop-by-hop.
     static func connectionTokens(_ headers: HTTPHeaders) -> [Substring] {
         var tokens: [Substring] = []
