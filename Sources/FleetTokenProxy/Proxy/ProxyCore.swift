@@ -10,6 +10,8 @@ final class ProxyCore {
     let upstreamH2: UpstreamH2Pool
     let upstreamOrigin: Origin
     let limits: ServerLimits
+    /// Request bytes held by every connection of the loop together (`limits.maxBufferedBytes`).
+    let bufferBudget: BufferBudget
     let logger: Logger
     let clock: TokenClock
     var statistics = ProxyStatistics()
@@ -28,6 +30,7 @@ final class ProxyCore {
         self.upstreamH2 = upstreamH2
         self.upstreamOrigin = upstream.origin
         self.limits = limits
+        self.bufferBudget = BufferBudget(limit: limits.maxBufferedBytes)
         self.clock = clock
         self.logger = logger
     }

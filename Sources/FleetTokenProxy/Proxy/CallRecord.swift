@@ -1,0 +1,50 @@
+import Logging
+
+/// What one client call did, built up while it runs and written once when it ends: the
+/// access-log line, the metrics and the debug line. HTTP/1.1 and HTTP/2 calls both end here,
+/// so every call is counted the same way, whichever path it took (forwarded or refused).
+struct CallRecord {
+    /// `http1`, `h2` (REST over HTTP/2) or `grpc`: the metrics' `protocol` label.
+    var protocolName: String
+    let started: Double
+    var method = "-"
+    /// The request target or `:path`; only its path, cut to 128 bytes, is ever logged
+    /// (queries may carry ids in bulk).
+    var target = ""
+    var entityType: String?
+    /// HTTP status sent to the client (for gRPC, the HTTP status of the answer's head).
+    var status = 0
+    /// The sidecar answered the call itself (SPEC §5) instead of relaying Fleet Engine's answer.
+    var refusal: String?
+    /// `hit` or `miss` once the token was looked up.
+    var cacheOutcome: String?
+
+    init(protocolName: String, started: Double) {
+        self.protocolName = protocolName
+        self.started = started
+    }
+
+    /// The path without its query, for logs.
+    var route: Substring {
+        target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first?.prefix(128) ?? ""
+    }
+
+    /// Writes the access-log line, the metrics and (at debug) the call line. Call once.
+    func finish(core: ProxyCore, logger: Logger, extra: Logger.Metadata = [:]) {
+        let seconds = core.clock.monotonicNow - started
+        core.metrics.callFinished(protocol: protocolName, code: status, seconds: seconds)
+        let ms = "\(Int(seconds * 1000))"
+        core.accessLogger?.info("call", metadata: [
+            "method": "\(method)", "route": "\(route)", "entity_type": "\(entityType ?? "-")",
+            "status": "\(status)", "ms": "\(ms)", "cache": "\(cacheOutcome ?? "-")",
+        ])
+        guard logger.logLevel <= .debug else { return }
+        var metadata: Logger.Metadata = [
+            "method": "\(method)", "route": "\(route)", "entity_type": "\(entityType ?? "-")",
+            "status": "\(status)", "ms": "\(ms)", "cache": "\(cacheOutcome ?? "-")",
+        ]
+        if let refusal { metadata["refused"] = "\(refusal)" }
+        metadata.merge(extra) { $1 }
+        logger.debug("call", metadata: metadata)
+    }
+}
