@@ -48,18 +48,30 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
+        // Test and demo code, not the product: the stand-in token provider and Fleet Engine,
+        // and the demo that runs the sidecar between them.
+        .target(
+            name: "FleetTokenProxyStandIns",
+            dependencies: [
+                "FleetTokenProxy", "CEvent", "COpenSSL",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "fleet-token-proxy",
             dependencies: [
-                "FleetTokenProxy",
+                "FleetTokenProxy", "FleetTokenProxyStandIns",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
             name: "FleetTokenProxyTests",
-            dependencies: ["FleetTokenProxy", .product(name: "Prometheus", package: "swift-prometheus")]
+            dependencies: [
+                "FleetTokenProxy", "FleetTokenProxyStandIns",
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
         ),
-        .testTarget(name: "IntegrationTests", dependencies: ["FleetTokenProxy"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["FleetTokenProxy", "FleetTokenProxyStandIns"]),
     ]
 )

@@ -1,5 +1,6 @@
 import ArgumentParser
 import FleetTokenProxy
+import FleetTokenProxyStandIns
 import Foundation
 
 /// `fleet-token-proxy demo`: the whole path on loopback with local stand-ins, then a summary.
@@ -47,7 +48,7 @@ struct StandIn: ParsableCommand {
         var listen = "127.0.0.1:4190"
         @Option(help: "Token lifetime in seconds.")
         var tokenLifetime: Double = 3600
-        @Option(help: "Write the signing key's public half (PEM) here, for a stand-in Fleet Engine to verify with.")
+        @Option(help: "Write the signing key's public half (PEM) to this file, to verify the minted tokens' RS256 signatures with.")
         var publicKeyOut: String?
 
         func execute() throws -> Int32 {

@@ -1,6 +1,7 @@
 import Foundation
 import XCTest
 @testable import FleetTokenProxy
+@testable import FleetTokenProxyStandIns
 
 /// Keys, clocks and helpers the stand-in tests share. They are members of a base class rather
 /// than file-level declarations so their names cannot clash with other test files' helpers.

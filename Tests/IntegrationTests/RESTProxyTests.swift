@@ -1,4 +1,5 @@
 import FleetTokenProxy
+import FleetTokenProxyStandIns
 import Foundation
 import XCTest
 

@@ -1,3 +1,4 @@
+import FleetTokenProxy
 import Foundation
 #if canImport(Glibc)
 import Glibc

@@ -1,3 +1,4 @@
+import FleetTokenProxy
 import Foundation
 
 /// Mints compact RS256 JWTs shaped the way Fleet Engine expects them (SPEC §2), as an operator's

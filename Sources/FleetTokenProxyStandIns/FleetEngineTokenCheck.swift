@@ -1,3 +1,4 @@
+import FleetTokenProxy
 import Foundation
 
 /// How the stand-in Fleet Engine judges a call's token: the checks Fleet Engine makes (SPEC §2),

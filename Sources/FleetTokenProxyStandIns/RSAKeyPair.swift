@@ -1,3 +1,4 @@
+import FleetTokenProxy
 import COpenSSL
 
 /// An OpenSSL call that failed, with the text OpenSSL put on its error queue.

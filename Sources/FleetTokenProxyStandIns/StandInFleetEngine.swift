@@ -1,3 +1,4 @@
+import FleetTokenProxy
 import Foundation
 
 /// What the stand-in Fleet Engine has seen since it was created.

@@ -1,3 +1,4 @@
+import FleetTokenProxy
 import Foundation
 import Logging
 
@@ -95,8 +96,10 @@ public final class DemoRun {
         output("  clients: \(options.vehicles) vehicles updating their location every \(options.updateInterval) s, \(options.trips) trips, \(options.tasks) tasks, over \(options.connections) connections")
         output("")
 
-        client = DemoClient(loop: loop, target: try UpstreamURL.parse("http://\(sidecarAddress)"),
-                            connections: options.connections, logger: logger) { [unowned self] status in
+        guard let sidecarPort = sidecarAddress.split(separator: ":").last.flatMap({ UInt16($0) }) else {
+            throw ConfigError("the demo sidecar is not on a TCP port: \(sidecarAddress)")
+        }
+        client = DemoClient(loop: loop, host: "127.0.0.1", port: sidecarPort, connections: options.connections) { [unowned self] status in
             record(status)
         }
         workload = makeWorkload()
