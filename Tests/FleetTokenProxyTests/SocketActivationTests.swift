@@ -61,4 +61,37 @@ final class SocketActivationParsingTests: XCTestCase {
         XCTAssertTrue(SocketActivation.isListeningStreamSocket(listening))
         XCTAssertTrue(SocketActivation.localAddress(of: listening).hasPrefix("127.0.0.1:"), SocketActivation.localAddress(of: listening))
     }
+
+    /// A TCP socket bound to `address` (host byte order), not listening: enough for getsockname.
+    private func inetSocket(_ address: UInt32) -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var sin = sockaddr_in()
+        sin.sin_family = sa_family_t(AF_INET)
+        sin.sin_addr.s_addr = address.bigEndian
+        _ = withUnsafePointer(to: &sin) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        return fd
+    }
+
+    func testAdoptedSocketsOffLoopbackAreRefusedUnlessAllowed() throws {
+        let loopback = inetSocket(0x7F00_0001)
+        let anywhere = inetSocket(0)
+        let unix = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(loopback); close(anywhere); close(unix) }
+        let onLoopback = [ActivatedSocket(fd: loopback, name: "a"), ActivatedSocket(fd: unix, name: "u")]
+        XCTAssertNoThrow(try SocketActivation.checkLoopback(onLoopback, allowNonLoopback: false))
+
+        let mixed = onLoopback + [ActivatedSocket(fd: anywhere, name: "public")]
+        XCTAssertThrowsError(try SocketActivation.checkLoopback(mixed, allowNonLoopback: false)) { error in
+            let message = (error as? ConfigError)?.message ?? ""
+            XCTAssertTrue(message.contains("(public)") && message.contains("0.0.0.0:") && message.contains("--allow-non-loopback"), message)
+        }
+        XCTAssertNoThrow(try SocketActivation.checkLoopback(mixed, allowNonLoopback: true))
+    }
+
+    func testAdoptedDescriptorThatIsNotASocketIsRefused() {
+        var fds: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&fds), 0)
+        defer { close(fds[0]); close(fds[1]) }
+        XCTAssertThrowsError(try SocketActivation.checkLoopback([ActivatedSocket(fd: fds[0], name: "pipe")], allowNonLoopback: false))
+    }
 }

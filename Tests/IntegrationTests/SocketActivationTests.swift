@@ -57,13 +57,14 @@ final class SocketActivationTests: XCTestCase {
         XCTAssertTrue(FileManager.default.fileExists(atPath: socketPath))
     }
 
-    /// The same protocol over TCP, with the pid check: a Python wrapper binds 127.0.0.1:0,
-    /// moves the socket to fd 3, sets the variables for its own pid and execs the sidecar.
-    func testServesOnATCPSocketPassedAsFD3() throws {
+    /// Starts the sidecar the way a TCP socket unit would: a Python wrapper binds `host`:0,
+    /// moves the socket to fd 3, sets the variables for its own pid and execs the sidecar
+    /// with `serveArguments(notListening:)` and `extra`. Logs `wrapper bound port=N`.
+    func startActivated(boundTo host: String, extra: [String] = []) throws -> ServiceProcess {
         let script = """
         import os, socket, sys
         s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        s.bind(("127.0.0.1", 0))
+        s.bind((sys.argv[1], 0))
         s.listen(64)
         if s.fileno() != 3:
             os.dup2(s.fileno(), 3)
@@ -73,21 +74,49 @@ final class SocketActivationTests: XCTestCase {
         os.environ["LISTEN_FDS"] = "1"
         os.environ["LISTEN_PID"] = str(os.getpid())
         os.environ["LISTEN_FDNAMES"] = "proxy"
-        os.execv(sys.argv[1], sys.argv[1:])
+        os.execv(sys.argv[2], sys.argv[2:])
         """
         let unused = dir.appendingPathComponent("not-bound.sock").path
         let child = try ServiceProcess()
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("FLEET_TOKEN_PROXY_") }
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-        try child.start("/usr/bin/env", ["python3", "-c", script, SidecarProcess.binary.path] + serveArguments(notListening: unused),
+        try child.start("/usr/bin/env", ["python3", "-c", script, host, SidecarProcess.binary.path]
+                            + serveArguments(notListening: unused) + extra,
                         environment: env)
+        return child
+    }
+
+    /// The same protocol over TCP, with the pid check.
+    func testServesOnATCPSocketPassedAsFD3() throws {
+        let child = try startActivated(boundTo: "127.0.0.1")
         defer { _ = child.waitForExit(timeout: 0.1) }
         let port = try XCTUnwrap(child.waitForLog(#"wrapper bound port=(\d+)"#), child.log)
         XCTAssertNotNil(child.waitForLog(#"listening activation=socket address=(127\.0\.0\.1:\#(port)) names=proxy "#), child.log)
 
         let answer = try httpGet("http://127.0.0.1:\(port)/v1/providers/p/vehicles/v1")
         XCTAssertEqual(answer.status, 200, "\(answer.body)\n\(child.log)")
-        XCTAssertFalse(FileManager.default.fileExists(atPath: unused), "--listen was bound too")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("not-bound.sock").path), "--listen was bound too")
+        child.signal(SIGTERM)
+        XCTAssertEqual(child.waitForExit(timeout: 10), 0, child.log)
+    }
+
+    /// SPEC §6 holds for adopted sockets as for `--listen`: one bound to every address is
+    /// refused at start-up with one line and exit status 2.
+    func testAdoptedSocketNotOnLoopbackIsRefused() throws {
+        let child = try startActivated(boundTo: "0.0.0.0")
+        defer { _ = child.waitForExit(timeout: 0.1) }
+        XCTAssertEqual(child.waitForExit(timeout: 10), 2, child.log)
+        let lines = child.log.split(separator: "\n").filter { !$0.hasPrefix("wrapper bound") }
+        XCTAssertEqual(lines.count, 1, child.log)
+        XCTAssertTrue(child.log.contains("--allow-non-loopback") && child.log.contains("0.0.0.0:"), child.log)
+    }
+
+    func testAdoptedSocketNotOnLoopbackIsServedWithOptIn() throws {
+        let child = try startActivated(boundTo: "0.0.0.0", extra: ["--allow-non-loopback"])
+        defer { _ = child.waitForExit(timeout: 0.1) }
+        let port = try XCTUnwrap(child.waitForLog(#"wrapper bound port=(\d+)"#), child.log)
+        XCTAssertNotNil(child.waitForLog(#"listening activation=socket address=0\.0\.0\.0:\#(port) "#), child.log)
+        XCTAssertEqual(try httpGet("http://127.0.0.1:\(port)/v1/providers/p/vehicles/v1").status, 200, child.log)
         child.signal(SIGTERM)
         XCTAssertEqual(child.waitForExit(timeout: 10), 0, child.log)
     }

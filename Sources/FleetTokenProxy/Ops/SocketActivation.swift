@@ -72,29 +72,50 @@ public enum SocketActivation {
     /// The local address of a socket in `--listen` syntax (`127.0.0.1:4180`, `[::1]:4180`,
     /// `unix:/path`, `unix:@abstract`), for logs.
     public static func localAddress(of fd: Int32) -> String {
+        boundAddress(of: fd)?.description ?? "fd:\(fd)"
+    }
+
+    /// The address a socket is bound to; an abstract unix socket's path starts with `@`. Nil
+    /// for a family other than IPv4, IPv6 and unix, or when the kernel will not say.
+    static func boundAddress(of fd: Int32) -> ListenAddress? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let rc = withUnsafeMutablePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
-        guard rc == 0 else { return "fd:\(fd)" }
-        return withUnsafeBytes(of: storage) { raw -> String in
+        guard rc == 0 else { return nil }
+        return withUnsafeBytes(of: storage) { raw -> ListenAddress? in
             switch Int32(storage.ss_family) {
             case AF_INET:
                 let v4 = raw.load(as: sockaddr_in.self)
-                return ListenAddress.inet(host: numericHost(AF_INET, withUnsafeBytes(of: v4.sin_addr) { Array($0) }), port: UInt16(bigEndian: v4.sin_port)).description
+                return .inet(host: numericHost(AF_INET, withUnsafeBytes(of: v4.sin_addr) { Array($0) }), port: UInt16(bigEndian: v4.sin_port))
             case AF_INET6:
                 let v6 = raw.load(as: sockaddr_in6.self)
-                return ListenAddress.inet(host: numericHost(AF_INET6, withUnsafeBytes(of: v6.sin6_addr) { Array($0) }), port: UInt16(bigEndian: v6.sin6_port)).description
+                return .inet(host: numericHost(AF_INET6, withUnsafeBytes(of: v6.sin6_addr) { Array($0) }), port: UInt16(bigEndian: v6.sin6_port))
             case AF_UNIX:
                 let offset = MemoryLayout<sa_family_t>.size
                 let pathBytes = Array(raw[offset..<min(Int(length), raw.count)])
                 if pathBytes.first == 0 {
-                    return "unix:@" + String(decoding: pathBytes.dropFirst(), as: UTF8.self)
+                    return .unix(path: "@" + String(decoding: pathBytes.dropFirst(), as: UTF8.self))
                 }
-                return "unix:" + String(decoding: pathBytes.prefix { $0 != 0 }, as: UTF8.self)
+                return .unix(path: String(decoding: pathBytes.prefix { $0 != 0 }, as: UTF8.self))
             default:
-                return "fd:\(fd)"
+                return nil
+            }
+        }
+    }
+
+    /// SPEC §6 for sockets passed in as for `--listen`: each must be on loopback or a unix
+    /// socket unless `allowNonLoopback`. A socket of another family is refused too: nothing
+    /// says who can reach it.
+    public static func checkLoopback(_ sockets: [ActivatedSocket], allowNonLoopback: Bool) throws(ConfigError) {
+        guard !allowNonLoopback else { return }
+        for socket in sockets {
+            guard let address = boundAddress(of: socket.fd) else {
+                throw ConfigError("fd \(socket.fd) (\(socket.name)) passed by socket activation is not an IP or unix socket; add --allow-non-loopback to serve on it")
+            }
+            guard address.isLoopback else {
+                throw ConfigError("fd \(socket.fd) (\(socket.name)) passed by socket activation is bound to \(address), not a loopback address or unix socket; add --allow-non-loopback to serve on it")
             }
         }
     }

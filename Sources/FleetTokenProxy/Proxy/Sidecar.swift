@@ -73,9 +73,11 @@ public final class Sidecar {
     }
 
     /// Serves on sockets the service manager opened (socket activation) instead of binding
-    /// `--listen`; returns their addresses, comma-separated.
+    /// `--listen`; returns their addresses, comma-separated. Refuses (`ConfigError`) a socket
+    /// not on loopback, as `--listen` does, unless `allowNonLoopback`.
     @discardableResult
     public func start(adopting sockets: [ActivatedSocket]) throws -> String {
+        try SocketActivation.checkLoopback(sockets, allowNonLoopback: configuration.allowNonLoopback)
         var addresses: [String] = []
         for socket in sockets {
             let address = SocketActivation.localAddress(of: socket.fd)
