@@ -90,9 +90,23 @@ final class ProviderURLTemplateTests: XCTestCase {
         XCTAssertEqual(template.hostHeader, "[::1]:8081")
     }
 
-    func testDescriptionIsTheTemplateAsGiven() throws {
+    func testDescriptionIsTheTemplateAsGivenWhenItsQueryHasOnlyPlaceholders() throws {
         let text = "https://Auth.Internal:8443/fleet/token/{type}/{id}?p={provider}"
         XCTAssertEqual(try ProviderURLTemplate.parse(text).description, text)
+    }
+
+    func testDescriptionHidesQueryValues() throws {
+        let template = try ProviderURLTemplate.parse("https://auth.internal/t/{type}/{id}?key=s3cr3t&id={id}&flag&empty=")
+        XCTAssertEqual(template.description, "https://auth.internal/t/{type}/{id}?key=\u{2026}&id={id}&\u{2026}&empty=")
+    }
+
+    func testParseErrorsHideQueryValues() {
+        for text in ["https://auth.internal/t/{type}?key=s3cr3t", "https://auth.internal/t/{id}?key=s3cr3t#x",
+                     "ftp://auth.internal/t/{id}?key=s3cr3t", "https://auth.internal/t/{id}?key=s3cr3t%zz"] {
+            let message = parseError(text)
+            XCTAssertFalse(message.isEmpty, text)
+            XCTAssertFalse(message.contains("s3cr3t"), message)
+        }
     }
 
     func testUnknownPlaceholderIsRefused() {

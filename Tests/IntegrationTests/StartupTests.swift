@@ -69,4 +69,32 @@ final class StartupTests: XCTestCase {
     func testEnvironmentNonLoopbackListenerIsRefusedToo() throws {
         try assertRefused(provider, mentions: "--allow-non-loopback", environment: ["FLEET_TOKEN_PROXY_LISTEN": "0.0.0.0:4180"])
     }
+
+    // MARK: The provider URL's query may hold a secret
+
+    func testProviderURLQueryValuesNeverReachTheLog() throws {
+        let sidecar = try SidecarProcess([
+            "--provider-url", "http://127.0.0.1:1/t/{type}/{id}?key=s3cr3t&entity={id}",
+            "--upstream", "http://127.0.0.1:9", "--log-level", "trace", "--access-log",
+        ])
+        // A call makes the sidecar fetch (and fail to fetch) a token, so fetch errors are logged too.
+        let answer = try curl(["-s", "-o", "/dev/null", "-w", "%{http_code}", sidecar.baseURL + "/v1/providers/p/vehicles/v1"])
+        XCTAssertEqual(answer.stdout, "503")
+        XCTAssertEqual(sidecar.stop(), 0)
+        XCTAssertFalse(sidecar.log.contains("s3cr3t"), sidecar.log)
+        // What an operator needs to recognise the setting is still there.
+        XCTAssertTrue(sidecar.log.contains("http://127.0.0.1:1/t/{type}/{id}?key="), sidecar.log)
+        XCTAssertTrue(sidecar.log.contains("entity={id}"), sidecar.log)
+    }
+
+    func testBadProviderURLIsRefusedWithoutEchoingItsQuery() throws {
+        for url in ["http://127.0.0.1:1/t/{type}?key=s3cr3t", "http://127.0.0.1:1/t/{id}?key=s3cr3t&x={bad}",
+                    "htp://127.0.0.1:1/t/{id}?key=s3cr3t", "http://127.0.0.1:1/t/{id}?key=s3cr3t#frag",
+                    "http://127.0.0.1:1/t/{id}?key=s3cr3t|"] {
+            let result = try serve(["--provider-url", url])
+            XCTAssertEqual(result.status, 2, result.stderr)
+            XCTAssertFalse(result.stderr.isEmpty)
+            XCTAssertFalse(result.stderr.contains("s3cr3t"), result.stderr)
+        }
+    }
 }

@@ -17,8 +17,9 @@ public struct ProviderURLTemplate: Sendable, CustomStringConvertible {
         URLOrigin(scheme: scheme, host: host, port: port).hostHeader
     }
 
-    /// The template as given (it holds no secret: user information is refused).
-    public var description: String { text }
+    /// The template for logs: its query values and fragment hidden (`RedactedURL`), as its
+    /// query may hold a credential.
+    public var description: String { RedactedURL.text(text) }
 
     enum Piece: Equatable, Sendable {
         /// Already valid URL text, copied as is.
@@ -34,8 +35,9 @@ public struct ProviderURLTemplate: Sendable, CustomStringConvertible {
 
     public static func parse(_ text: String) throws(ConfigError) -> ProviderURLTemplate {
         let (origin, rest) = try URLOrigin.parse(text, what: "provider URL")
+        let shown = ConfigError.quoted(RedactedURL.text(text))
         if rest.contains("#") {
-            throw ConfigError("provider URL \(ConfigError.quoted(text)) must not have a fragment (it is never sent)")
+            throw ConfigError("provider URL \(shown) must not have a fragment (it is never sent)")
         }
         // An origin-form target always starts with '/': "https://h?x={id}" asks for "/?x=...".
         var target = String(rest)
@@ -50,7 +52,7 @@ public struct ProviderURLTemplate: Sendable, CustomStringConvertible {
             switch byte {
             case UInt8(ascii: "{"):
                 guard let close = bytes[i...].firstIndex(of: UInt8(ascii: "}")) else {
-                    throw ConfigError("provider URL \(ConfigError.quoted(text)) has a '{' that is never closed")
+                    throw ConfigError("provider URL \(shown) has a '{' that is never closed")
                 }
                 let name = String(decoding: bytes[(i + 1)..<close], as: UTF8.self)
                 let piece: Piece
@@ -68,19 +70,19 @@ public struct ProviderURLTemplate: Sendable, CustomStringConvertible {
                 pieces.append(piece)
                 i = close + 1
             case UInt8(ascii: "}"):
-                throw ConfigError("provider URL \(ConfigError.quoted(text)) has a '}' without a '{'")
+                throw ConfigError("provider URL \(shown) has a '}' without a '{'")
             case UInt8(ascii: "%"):
                 guard i + 2 < bytes.count,
                       PercentDecoding.hexValue(bytes[i + 1]) != nil, PercentDecoding.hexValue(bytes[i + 2]) != nil
                 else {
-                    throw ConfigError("provider URL \(ConfigError.quoted(text)) has a '%' that is not followed by two hex digits")
+                    throw ConfigError("provider URL \(shown) has a '%' that is not followed by two hex digits")
                 }
                 literal.append(contentsOf: bytes[i...(i + 2)])
                 i += 3
             default:
                 guard isAllowedLiteral(byte) else {
                     // `bytes` ends where `text` ends, so this is the offset in what the operator wrote.
-                    throw ConfigError("provider URL \(ConfigError.quoted(text)) has a character that must be percent-encoded at offset \(text.utf8.count - bytes.count + i)")
+                    throw ConfigError("provider URL \(shown) has a character that must be percent-encoded at offset \(text.utf8.count - bytes.count + i)")
                 }
                 literal.append(byte)
                 i += 1
@@ -88,7 +90,7 @@ public struct ProviderURLTemplate: Sendable, CustomStringConvertible {
         }
         if !literal.isEmpty { pieces.append(.literal(String(decoding: literal, as: UTF8.self))) }
         guard pieces.contains(.id) else {
-            throw ConfigError("provider URL \(ConfigError.quoted(text)) has no {id} placeholder, so every entity would get the same token")
+            throw ConfigError("provider URL \(shown) has no {id} placeholder, so every entity would get the same token")
         }
         return ProviderURLTemplate(scheme: origin.scheme, host: origin.host, port: origin.port, pieces: pieces, text: text)
     }

@@ -52,7 +52,8 @@ struct URLOrigin: Equatable, Sendable {
     /// Splits `text` into its origin and the rest (path, query and fragment, as written).
     /// `what` names the URL in messages ("upstream URL").
     static func parse(_ text: String, what: String) throws(ConfigError) -> (URLOrigin, Substring) {
-        let shown = ConfigError.quoted(text)
+        // The provider URL's query may hold a credential: never echo it whole.
+        let shown = ConfigError.quoted(RedactedURL.text(text))
         guard let colon = text.firstIndex(of: ":"), text[colon...].hasPrefix("://") else {
             throw ConfigError("\(what) \(shown) must start with http:// or https://")
         }
