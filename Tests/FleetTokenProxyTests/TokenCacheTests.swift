@@ -610,6 +610,40 @@ final class TokenCacheTests: XCTestCase {
         XCTAssertEqual(answers.tokens, ["tok-2"])
     }
 
+    /// A client that can make Fleet Engine answer 401 at will must not turn every call into a
+    /// provider fetch: an entity's token is dropped at most once per hold-off.
+    func testInvalidationsOfOneEntityAreHonouredAtMostOncePerHoldOff() {
+        let cache = makeCache()
+        prime(cache, vehicle("v1"), "tok-1")
+        cache.invalidate(vehicle("v1"), token: "tok-1")
+        prime(cache, vehicle("v1"), "tok-2")
+
+        for _ in 0..<10 {
+            clock.advance(by: 2.9)
+            cache.invalidate(vehicle("v1"), token: "tok-2")
+            let answers = Answers()
+            cache.token(for: vehicle("v1"), completion: answers.completion)
+            XCTAssertEqual(answers.tokens, ["tok-2"], "an invalidation within the hold-off was honoured")
+        }
+        XCTAssertEqual(fetcher.calls.count, 2)
+        XCTAssertEqual(cache.statistics.invalidations, 1)
+        XCTAssertEqual(cache.statistics.invalidationsHeldOff, 10)
+
+        clock.advance(by: 1)  // 30 s after the first invalidation
+        cache.invalidate(vehicle("v1"), token: "tok-2")
+        prime(cache, vehicle("v1"), "tok-3")
+        XCTAssertEqual(cache.statistics.invalidations, 2)
+    }
+
+    func testTheHoldOffIsPerEntity() {
+        let cache = makeCache()
+        prime(cache, vehicle("v1"), "tok-1")
+        prime(cache, vehicle("v2"), "tok-a")
+        cache.invalidate(vehicle("v1"), token: "tok-1")
+        cache.invalidate(vehicle("v2"), token: "tok-a")
+        XCTAssertEqual(cache.statistics.invalidations, 2)
+    }
+
     // MARK: Wrong tokens
 
     func testTokenForAnotherVehicleIsRefusedAndNeverCached() {

@@ -373,7 +373,7 @@ final class TokenEntryTests: XCTestCase {
 
     func testTimerOnAnIdleEntrySleepsWhileItIsRecentThenDropsIt() {
         var entry = entry(in: .fresh)
-        XCTAssertTrue(entry.invalidate(token: "tok-1"))
+        XCTAssertEqual(entry.invalidate(token: "tok-1", now: mono), .dropped)
         XCTAssertEqual(entry.timerDue(now: mono + 10), .sleep(until: mono + 3600))
         XCTAssertEqual(entry.timerDue(now: mono + 3600), .drop)
     }
@@ -382,8 +382,9 @@ final class TokenEntryTests: XCTestCase {
 
     func testInvalidatingTheFreshTokenMakesTheNextCallFetch() {
         var entry = entry(in: .fresh)
-        XCTAssertTrue(entry.invalidate(token: "tok-1"))
+        XCTAssertEqual(entry.invalidate(token: "tok-1", now: mono + 1), .dropped)
         XCTAssertEqual(entry.state, .idle)
+        XCTAssertEqual(entry.lastInvalidatedAt, mono + 1)
         XCTAssertEqual(entry.request(now: mono + 1), .wait(startFetch: true))
     }
 
@@ -391,14 +392,15 @@ final class TokenEntryTests: XCTestCase {
         for start in [Start.idle, .fetching, .fresh, .refreshing, .backingOff, .backingOffWithToken] {
             var entry = entry(in: start)
             let before = entry.state
-            XCTAssertFalse(entry.invalidate(token: "tok-0"), "\(start)")
+            XCTAssertEqual(entry.invalidate(token: "tok-0", now: mono + 3300), .notHeld, "\(start)")
             XCTAssertEqual(entry.state, before, "\(start)")
+            XCTAssertNil(entry.lastInvalidatedAt, "\(start)")
         }
     }
 
     func testInvalidatingDuringARefreshMakesCallsWaitForIt() {
         var entry = entry(in: .refreshing)
-        XCTAssertTrue(entry.invalidate(token: "tok-1"))
+        XCTAssertEqual(entry.invalidate(token: "tok-1", now: mono + 3300), .dropped)
         XCTAssertEqual(entry.state, .fetching(waiters: 0))
         XCTAssertEqual(entry.request(now: mono + 3301), .wait(startFetch: false))
         XCTAssertEqual(
@@ -408,8 +410,53 @@ final class TokenEntryTests: XCTestCase {
 
     func testInvalidatingTheTokenKeptInBackoffLeavesTheLastError() {
         var entry = entry(in: .backingOffWithToken)
-        XCTAssertTrue(entry.invalidate(token: "tok-1"))
+        XCTAssertEqual(entry.invalidate(token: "tok-1", now: mono + 3300), .dropped)
         XCTAssertEqual(entry.request(now: mono + 3300.5), .fail(failure))
+    }
+
+    func testASecondDropWithinTheHoldOffIsTooSoonInEveryStateThatHoldsAToken() {
+        var entry = entry(in: .fresh)
+        XCTAssertEqual(entry.invalidate(token: "tok-1", now: mono), .dropped)
+        _ = entry.request(now: mono)
+        // 100 s left of a one-hour token: refresh due after 20 s, floor at 40 s.
+        let late = FetchedToken(token: "tok-2", expiresAt: wall + 100, issuedAt: wall - 3500)
+        XCTAssertEqual(entry.fetchSucceeded(late, now: mono, wallNow: wall), .answerWaiters(.success("tok-2")))
+        func assertTooSoon(at now: Double, _ state: String) {
+            let before = entry.state
+            XCTAssertEqual(entry.invalidate(token: "tok-2", now: now), .tooSoon(until: mono + 30), state)
+            XCTAssertEqual(entry.state, before, "\(state): a refused drop changed the state")
+            XCTAssertEqual(entry.lastInvalidatedAt, mono, "\(state): a refused drop moved the hold-off")
+        }
+        assertTooSoon(at: mono + 1, "fresh")
+        XCTAssertEqual(entry.request(now: mono + 25), .serveAndStartRefresh("tok-2"))
+        assertTooSoon(at: mono + 25, "refreshing")
+        _ = entry.fetchFailed(failure, now: mono + 26)
+        guard case .backingOff(let backoff) = entry.state, backoff.token?.value == "tok-2" else {
+            return XCTFail("not backing off with the token: \(entry.state)")
+        }
+        assertTooSoon(at: mono + 27, "backing off")
+    }
+
+    func testTheTokenStaysServedDuringTheHoldOffAndIsDroppedWhenItEnds() {
+        var entry = entry(in: .fresh)
+        XCTAssertEqual(entry.invalidate(token: "tok-1", now: mono + 10), .dropped)
+        _ = entry.request(now: mono + 10)
+        _ = entry.fetchSucceeded(hourToken("tok-2"), now: mono + 10, wallNow: wall + 10)
+        XCTAssertEqual(entry.invalidate(token: "tok-2", now: mono + 39.9), .tooSoon(until: mono + 40))
+        XCTAssertEqual(entry.request(now: mono + 39.9), .serve("tok-2"))
+        XCTAssertEqual(entry.invalidate(token: "tok-2", now: mono + 40), .dropped)
+        XCTAssertEqual(entry.state, .idle)
+        XCTAssertEqual(entry.lastInvalidatedAt, mono + 40)
+    }
+
+    func testAStaleRefusalDuringTheHoldOffIsNotHeldRatherThanTooSoon() {
+        var entry = entry(in: .fresh)
+        XCTAssertEqual(entry.invalidate(token: "tok-1", now: mono), .dropped)
+        XCTAssertEqual(entry.invalidate(token: "tok-1", now: mono + 1), .notHeld, "nothing held: idle")
+        _ = entry.request(now: mono + 1)
+        XCTAssertEqual(entry.invalidate(token: "tok-1", now: mono + 1), .notHeld, "nothing held: fetching")
+        _ = entry.fetchSucceeded(hourToken("tok-2"), now: mono + 1, wallNow: wall)
+        XCTAssertEqual(entry.invalidate(token: "tok-1", now: mono + 2), .notHeld, "another token held")
     }
 
     // MARK: Clocks and timing

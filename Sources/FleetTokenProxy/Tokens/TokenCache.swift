@@ -24,6 +24,9 @@ public struct TokenCacheStatistics: Sendable, Equatable {
     public var wrongTokens: Int
     /// Tokens dropped because Fleet Engine refused them (`invalidate`).
     public var invalidations: Int
+    /// Refusals of the cached token not honoured because one of the entity's tokens was
+    /// dropped less than `TokenEntry.invalidationHoldOff` before.
+    public var invalidationsHeldOff: Int
     /// Entities dropped because nothing about them was worth keeping any more.
     public var idleDrops: Int
 
@@ -31,7 +34,7 @@ public struct TokenCacheStatistics: Sendable, Equatable {
         hits: Int = 0, misses: Int = 0, coalesced: Int = 0,
         providerFetches: Int = 0, providerFailures: Int = 0, evictions: Int = 0,
         timerFetches: Int = 0, refusedDuringBackoff: Int = 0, refusedTooManyWaiting: Int = 0,
-        wrongTokens: Int = 0, invalidations: Int = 0, idleDrops: Int = 0
+        wrongTokens: Int = 0, invalidations: Int = 0, invalidationsHeldOff: Int = 0, idleDrops: Int = 0
     ) {
         self.hits = hits
         self.misses = misses
@@ -44,6 +47,7 @@ public struct TokenCacheStatistics: Sendable, Equatable {
         self.refusedTooManyWaiting = refusedTooManyWaiting
         self.wrongTokens = wrongTokens
         self.invalidations = invalidations
+        self.invalidationsHeldOff = invalidationsHeldOff
         self.idleDrops = idleDrops
     }
 }
@@ -189,11 +193,21 @@ public final class TokenCache {
     /// Fleet Engine refused `token` for a call about `key` (HTTP 401, gRPC `UNAUTHENTICATED`):
     /// the token is dropped if it is still the one cached, so the next call for `key` waits
     /// for a new one. A token already replaced is left alone, so calls that were refused
-    /// together cause one fetch, not one each.
+    /// together cause one fetch, not one each; and an entity's token is dropped at most once
+    /// per `TokenEntry.invalidationHoldOff`, so 401s provoked on purpose cannot make every
+    /// call a provider fetch.
     public func invalidate(_ key: EntityKey, token: String) {
-        guard let index = slotByKey[key], slots[index].entry.invalidate(token: token) else { return }
-        statistics.invalidations += 1
-        runTimer(slot: index, now: clock.monotonicNow)
+        guard let index = slotByKey[key] else { return }
+        let now = clock.monotonicNow
+        switch slots[index].entry.invalidate(token: token, now: now) {
+        case .dropped:
+            statistics.invalidations += 1
+            runTimer(slot: index, now: now)
+        case .tooSoon:
+            statistics.invalidationsHeldOff += 1
+        case .notHeld:
+            break
+        }
     }
 
     private func makeEntry() -> TokenEntry {

@@ -46,9 +46,20 @@
 /// | idle          | recently used / not                   | idle / —        | sleep / drop              |
 /// | fetching, refreshing |                                | same            | none (the fetch's end re-arms) |
 ///
-/// `invalidate(token:)` (Fleet Engine refused the token): fresh → idle, refreshing →
-/// fetching(0), backing off → backing off without its token; only if the held token is the
-/// one refused.
+/// `invalidate(token:now:)` (Fleet Engine refused the token):
+///
+/// | state         | when                                            | next state            | outcome  |
+/// |---------------|-------------------------------------------------|-----------------------|----------|
+/// | fresh         | token held, hold-off over                       | idle                  | dropped  |
+/// | refreshing    | token held, hold-off over                       | fetching(0)           | dropped  |
+/// | backing off   | token held, hold-off over                       | backing off, no token | dropped  |
+/// | any           | another token held, or none                     | same                  | notHeld  |
+/// | any           | token held, last drop < `invalidationHoldOff` ago | same                | tooSoon  |
+///
+/// The hold-off bounds what a client that can make Fleet Engine answer 401 at will costs:
+/// one provider fetch per entity per `invalidationHoldOff`, not one per call. (An entity the
+/// cache drops starts again without a hold-off; pushing it out takes fetches of other
+/// entities, which cost as much.)
 ///
 /// **Recently used** means a call wanted the token less than one token lifetime ago (the
 /// lifetime, as issued, of the entity's last token; ten minutes before it had one). Such an
@@ -142,6 +153,17 @@ public struct TokenEntry: Sendable {
         case ignore
     }
 
+    /// What came of `invalidate(token:now:)`.
+    public enum InvalidationOutcome: Sendable, Equatable {
+        /// The token was dropped: the next call waits for a new one.
+        case dropped
+        /// The refused token is not the one held (already replaced, or none): nothing changed.
+        case notHeld
+        /// The token is held, but one was dropped less than `invalidationHoldOff` ago: it is
+        /// kept, and calls go on being served with it, until `until`.
+        case tooSoon(until: Double)
+    }
+
     /// What the cache does when the entity's timer fires.
     public enum TimerAction: Sendable, Equatable {
         /// Start one background fetch (a refresh ahead, or a backoff probe).
@@ -159,6 +181,12 @@ public struct TokenEntry: Sendable {
     public static let defaultMaxWaiters = 1024
     /// How long an entity that never had a token counts as recently used.
     public static let defaultRecentUse: Double = 600
+    /// Seconds after a token was dropped on a 401 during which a refusal of the next token is
+    /// not honoured. A client able to provoke 401s (a malformed call Fleet Engine answers
+    /// UNAUTHENTICATED, say) would otherwise make every call of the entity a provider fetch;
+    /// 30 s keeps that to two fetches a minute while a key rotation or a revoked token is still
+    /// healed within the half minute.
+    public static let invalidationHoldOff: Double = 30
 
     public private(set) var state: State = .idle
     /// Fetches that failed in a row; sets the backoff step. Zero after a success.
@@ -168,6 +196,8 @@ public struct TokenEntry: Sendable {
     /// How long after its last call the entity counts as recently used: the lifetime, as
     /// issued, of its last token.
     public private(set) var recentUse = TokenEntry.defaultRecentUse
+    /// Monotonic time a token of this entity was last dropped by `invalidate`.
+    public private(set) var lastInvalidatedAt: Double?
     public let timing: TokenTiming
     public let backoff: BackoffPolicy
     public let maxWaiters: Int
@@ -316,22 +346,34 @@ public struct TokenEntry: Sendable {
         return .answerWaiters(.failure(failure))
     }
 
-    /// Fleet Engine refused `token` (401, `UNAUTHENTICATED`): forget it if it is still the
-    /// one held, so the next call fetches another. True when something was dropped.
-    public mutating func invalidate(token: String) -> Bool {
+    /// Fleet Engine refused `token` (401, `UNAUTHENTICATED`) at monotonic `now`: forget it if
+    /// it is still the one held and no token was dropped in the last `invalidationHoldOff`,
+    /// so the next call fetches another.
+    public mutating func invalidate(token: String, now: Double) -> InvalidationOutcome {
+        let held: HeldToken?
         switch state {
-        case .fresh(let held) where held.value == token:
+        case .fresh(let token), .refreshing(let token): held = token
+        case .backingOff(let backoff): held = backoff.token
+        case .idle, .fetching: held = nil
+        }
+        guard held?.value == token else { return .notHeld }
+        if let lastInvalidatedAt, now < lastInvalidatedAt + Self.invalidationHoldOff {
+            return .tooSoon(until: lastInvalidatedAt + Self.invalidationHoldOff)
+        }
+        switch state {
+        case .fresh:
             state = .idle
-        case .refreshing(let held) where held.value == token:
+        case .refreshing:
             // The fetch in flight brings the replacement; calls now wait for it.
             state = .fetching(waiters: 0)
-        case .backingOff(var backoff) where backoff.token?.value == token:
+        case .backingOff(var backoff):
             backoff.token = nil
             state = .backingOff(backoff)
-        default:
-            return false
+        case .idle, .fetching:
+            return .notHeld
         }
-        return true
+        lastInvalidatedAt = now
+        return .dropped
     }
 
     /// The entity's timer fired at `now`.
