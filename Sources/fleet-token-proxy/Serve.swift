@@ -47,6 +47,8 @@ struct Serve: ParsableCommand {
     var accessLog = false
     @Option(help: "Permissions (octal) of a unix:/path listener.")
     var socketMode: String?
+    @Option(help: "Most request bytes held, all connections together, before they are forwarded; past it new calls are refused (503, gRPC RESOURCE_EXHAUSTED). At least 65536.")
+    var maxBufferedBytes = ServerLimits().maxBufferedBytes
     @Option(help: "On SIGTERM, seconds given to calls in flight.")
     var drainTimeout: Double = 10
     @Option(help: "trace|debug|info|notice|warning|error|critical")
@@ -89,6 +91,7 @@ struct Serve: ParsableCommand {
             config.socketMode = mode
         }
         config.drainTimeout = drainTimeout
+        config.limits.maxBufferedBytes = maxBufferedBytes
         guard let level = Logger.Level(rawValue: logLevel.lowercased()) else {
             throw ConfigError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }

@@ -12,7 +12,7 @@ let serveFlags: [EnvironmentArguments.Flag] = [
     .init("refresh-margin"), .init("min-token-validity"), .init("max-entities"), .init("provider-concurrency"),
     .init("provider-timeout"), .init("lazy-refresh", takesValue: false), .init("admin-listen"), .init("socket-mode"),
     .init("drain-timeout"), .init("log-level"),
-    .init("provider-backoff-max"),
+    .init("provider-backoff-max"), .init("max-buffered-bytes"),
 ]
 
 struct FleetTokenProxyCommand: ParsableCommand {

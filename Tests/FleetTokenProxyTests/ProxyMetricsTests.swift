@@ -44,11 +44,34 @@ final class ProxyMetricsTests: XCTestCase {
         XCTAssertTrue(text.contains("fleet_token_proxy_open_connections 4"), text)
     }
 
+    func testBufferedBytesAndTheirLimitAreGauges() {
+        let metrics = ProxyMetrics(registry: PrometheusCollectorRegistry())
+        metrics.observeBufferBudget(used: 4096, limit: 65536)
+        let page = MetricsText(page(metrics))
+        XCTAssertEqual(page.value("fleet_token_proxy_buffered_bytes"), 4096, page.text)
+        XCTAssertEqual(page.value("fleet_token_proxy_buffered_bytes_limit"), 65536, page.text)
+        metrics.observeBufferBudget(used: 0, limit: 65536)
+        XCTAssertEqual(MetricsText(self.page(metrics)).value("fleet_token_proxy_buffered_bytes"), 0)
+    }
+
     func testDisabledMetricsRecordNothing() {
         let metrics = ProxyMetrics()
         metrics.callFinished(protocol: "http1", code: 200, seconds: 0.1)
         metrics.openConnectionsChanged(to: 3)
         XCTAssertFalse(metrics.isEnabled)
         XCTAssertEqual(metrics.exposition(), [])
+    }
+}
+
+/// The sample values of a Prometheus text page without labels, by name.
+struct MetricsText {
+    let text: String
+    init(_ text: String) { self.text = text }
+
+    func value(_ name: String) -> Double? {
+        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
+            return Double(line.dropFirst(name.count + 1))
+        }
+        return nil
     }
 }

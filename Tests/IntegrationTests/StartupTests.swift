@@ -70,6 +70,24 @@ final class StartupTests: XCTestCase {
         try assertRefused(provider, mentions: "--allow-non-loopback", environment: ["FLEET_TOKEN_PROXY_LISTEN": "0.0.0.0:4180"])
     }
 
+    func testMaxBufferedBytesBelowTheMinimumIsRefused() throws {
+        try assertRefused(provider + ["--max-buffered-bytes", "65535"], mentions: "--max-buffered-bytes")
+        try assertRefused(provider + ["--max-buffered-bytes", "lots"], mentions: "max-buffered-bytes")
+        try assertRefused(provider, mentions: "--max-buffered-bytes", environment: ["FLEET_TOKEN_PROXY_MAX_BUFFERED_BYTES": "1024"])
+    }
+
+    func testMaxBufferedBytesSetsTheBudgetShownInMetrics() throws {
+        let sidecar = try SidecarProcess([
+            "--provider-url", "http://127.0.0.1:9/t/{id}", "--upstream", "http://127.0.0.1:9",
+            "--admin-listen", "127.0.0.1:0",
+        ], environment: ["FLEET_TOKEN_PROXY_MAX_BUFFERED_BYTES": "65536"])
+        defer { sidecar.stop() }
+        let admin = try XCTUnwrap(sidecar.adminAddress, sidecar.log)
+        let page = MetricsPage(text: try httpGet("http://\(admin)/metrics").body)
+        XCTAssertEqual(page.value("fleet_token_proxy_buffered_bytes_limit"), 65536, page.text)
+        XCTAssertEqual(page.value("fleet_token_proxy_buffered_bytes"), 0, page.text)
+    }
+
     // MARK: The provider URL's query may hold a secret
 
     func testProviderURLQueryValuesNeverReachTheLog() throws {

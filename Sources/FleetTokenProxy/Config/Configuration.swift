@@ -35,6 +35,10 @@ public struct Configuration: Sendable {
         self.providerURL = providerURL
     }
 
+    /// The smallest `--max-buffered-bytes` accepted: a budget of only a few reads' worth of
+    /// request bytes would refuse ordinary calls, a misconfiguration rather than a bound.
+    public static let minimumBufferedBytes = 64 * 1024
+
     /// The checks that span several settings; each failure is one line for stderr.
     public func validate() throws(ConfigError) {
         if !listen.isLoopback && !allowNonLoopback {
@@ -50,6 +54,9 @@ public struct Configuration: Sendable {
         if providerTimeout <= 0 { throw ConfigError("--provider-timeout must be more than 0 seconds") }
         if !(providerBackoffMax > 0) { throw ConfigError("--provider-backoff-max must be more than 0 seconds") }
         if drainTimeout < 0 { throw ConfigError("--drain-timeout must be 0 or more seconds") }
+        if limits.maxBufferedBytes < Self.minimumBufferedBytes {
+            throw ConfigError("--max-buffered-bytes must be at least \(Self.minimumBufferedBytes)")
+        }
     }
 }
 

@@ -32,6 +32,8 @@ public final class ProxyMetrics {
     static let providerDuration = "fleet_token_proxy_provider_request_duration_seconds"
     static let cachedEntities = "fleet_token_proxy_cached_entities"
     static let openConnections = "fleet_token_proxy_open_connections"
+    static let bufferedBytes = "fleet_token_proxy_buffered_bytes"
+    static let bufferedBytesLimit = "fleet_token_proxy_buffered_bytes_limit"
 
     public let isEnabled: Bool
     private let registry: PrometheusCollectorRegistry?
@@ -50,6 +52,8 @@ public final class ProxyMetrics {
     private var coalescedFetches: Counter?
     private var entities: Gauge?
     private var connections: Gauge?
+    private var buffered: Gauge?
+    private var bufferedLimit: Gauge?
     /// The cache's counts at the last scrape: its counters move by the difference.
     private var lastCache = TokenCacheStatistics()
 
@@ -72,6 +76,8 @@ public final class ProxyMetrics {
         coalescedFetches = Counter(label: Self.coalesced, factory: factory)
         entities = Gauge(label: Self.cachedEntities, factory: factory)
         connections = Gauge(label: Self.openConnections, factory: factory)
+        buffered = Gauge(label: Self.bufferedBytes, factory: factory)
+        bufferedLimit = Gauge(label: Self.bufferedBytesLimit, factory: factory)
         providerTimer = CoreMetrics.Timer(label: Self.providerDuration, factory: factory)
         entities?.record(0)
         connections?.record(0)
@@ -169,6 +175,14 @@ public final class ProxyMetrics {
         coalescedFetches?.increment(by: max(0, statistics.coalesced - lastCache.coalesced))
         lastCache = statistics
         entities?.record(count)
+    }
+
+    /// Request bytes held by all connections now, and the cap on them (`--max-buffered-bytes`),
+    /// read at scrape time.
+    public func observeBufferBudget(used: Int, limit: Int) {
+        guard isEnabled else { return }
+        buffered?.record(used)
+        bufferedLimit?.record(limit)
     }
 
     /// The Prometheus text exposition (format 0.0.4) of everything recorded.

@@ -55,7 +55,10 @@ public final class Sidecar {
         if configuration.adminListen != nil {
             admin = AdminServer(loop: loop, metrics: metrics, probes: AdminServer.Probes(
                 notReadyReason: { [unowned self] in notReadyReason },
-                beforeScrape: { [unowned self] in metrics.observeCache(cache.statistics, entities: cache.count) }))
+                beforeScrape: { [unowned self] in
+                    metrics.observeCache(cache.statistics, entities: cache.count)
+                    metrics.observeBufferBudget(used: core.bufferBudget.used, limit: core.bufferBudget.limit)
+                }))
         }
     }
 
