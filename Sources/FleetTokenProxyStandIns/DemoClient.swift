@@ -113,7 +113,7 @@ private final class LoopBound<Value: AnyObject>: @unchecked Sendable {
 private final class DemoConnection: @unchecked Sendable {
     private let host: String
     private let port: UInt16
-    private var socket: Int32 = -1
+    private var fd: Int32 = -1
     /// Bytes read past the end of the last answer.
     private var input: [UInt8] = []
 
@@ -134,36 +134,37 @@ private final class DemoConnection: @unchecked Sendable {
     }
 
     func disconnect() {
-        if socket >= 0 { Glibc.close(socket) }
-        socket = -1
+        if fd >= 0 { close(fd) }
+        fd = -1
         input = []
     }
 
     private func connected() -> Bool {
-        if socket >= 0 { return true }
-        let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
+        if fd >= 0 { return true }
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { return false }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = port.bigEndian
         inet_pton(AF_INET, host, &address.sin_addr)
         let result = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
         guard result == 0 else {
-            Glibc.close(fd)
+            close(descriptor)
             return false
         }
-        socket = fd
+        fd = descriptor
         return true
     }
 
+    /// SIGPIPE is ignored by `main`: a sidecar that went away is an error return here.
     private func writeAll(_ bytes: [UInt8]) -> Bool {
         var sent = 0
         while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let n = bytes[sent...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
             guard n > 0 else { return false }
             sent += n
         }
@@ -173,7 +174,7 @@ private final class DemoConnection: @unchecked Sendable {
     /// Reads more input; false at end of stream or on an error.
     private func fill() -> Bool {
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
-        let n = chunk.withUnsafeMutableBytes { Glibc.recv(socket, $0.baseAddress, $0.count, 0) }
+        let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         guard n > 0 else { return false }
         input.append(contentsOf: chunk[0..<n])
         return true
