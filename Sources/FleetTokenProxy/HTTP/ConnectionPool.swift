@@ -32,6 +32,11 @@ final class ConnectionPool {
     private var waiters = FIFO<PoolTicket>()
     /// Tickets in `waiters` not cancelled yet.
     private(set) var waiting = 0
+    /// Cancelled tickets still in `waiters`; swept out when they outnumber the live ones, so a
+    /// flood of callers that give up cannot grow the queue.
+    private var cancelledInQueue = 0
+    /// Entries in the queue, cancelled ones included (for tests).
+    var queueLength: Int { waiters.count }
     private let maxWaiters: Int
     private var nextID = 0
     private var closed = false
@@ -76,16 +81,24 @@ final class ConnectionPool {
     }
 
     /// A waiting ticket was cancelled: it no longer counts against `maxWaiters`.
-    fileprivate func waiterCancelled() { waiting -= 1 }
+    fileprivate func waiterCancelled() {
+        waiting -= 1
+        cancelledInQueue += 1
+        if cancelledInQueue > 64 && cancelledInQueue > waiting {
+            waiters.removeAll { !$0.isPending }
+            cancelledInQueue = 0
+        }
+    }
 
     /// The first waiter not cancelled, if any (cancelled ones are dropped on the way, in a loop).
     private func nextWaiter() -> PoolTicket? {
         while let ticket = waiters.pop() {
+            ticket.queued = false
             if ticket.isPending {
                 waiting -= 1
-                ticket.queued = false
                 return ticket
             }
+            cancelledInQueue -= 1
         }
         return nil
     }

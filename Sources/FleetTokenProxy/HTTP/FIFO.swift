@@ -19,4 +19,10 @@ struct FIFO<Element> {
         }
         return item
     }
+
+    /// Drops every element `shouldRemove` picks, keeping the order of the rest. O(count).
+    mutating func removeAll(where shouldRemove: (Element) -> Bool) {
+        items = items[head...].compactMap { $0 }.filter { !shouldRemove($0) }
+        head = 0
+    }
 }
