@@ -135,7 +135,9 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
                 close(reason: transport.inputLength == 0 ? "idle" : "request head too slow")
                 return
             }
-            if exchange.phase != .forwarding || exchange.call?.requestSent == true {
+            let bodyStillArriving = exchange.phase == .readingBody
+                || (exchange.phase == .forwarding && exchange.call?.requestSent == false)
+            if !bodyStillArriving {
                 // Quiet because it waits for us (token, upstream answer): those waits have
                 // their own bounds. libevent disabled reading on the timeout; turn it back on.
                 transport.enableReading()
@@ -372,9 +374,9 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
 
     private func acquireUpstream() {
         guard let call else { return }
-        call.ticket = core.upstream.acquire { [weak self, weak call] result in
+        call.ticket = core.upstream.acquire { [weak self, weak call, pool = core.upstream] result in
             guard let self, let call, call === self.call, exchange.phase == .awaitingUpstream else {
-                if case .success(let c) = result { self?.core.upstream.release(c, reusable: true) }
+                if case .success(let c) = result { pool.release(c, reusable: true) }
                 return
             }
             call.ticket = nil
