@@ -1,3 +1,4 @@
+import FleetTokenProxy
 import Foundation
 import XCTest
 
@@ -328,5 +329,29 @@ final class HTTP1AdversarialTests: SidecarTestCase {
         XCTAssertTrue(c.waitForClose(timeout: 3))
         try assertStillServing()
         assertUpstreamSaw(["GET /v1/providers/p/vehicles/still-serving"])
+    }
+
+    // MARK: Budgets
+
+    func testBufferBudgetRefusesNewCallsWith503AndIsGivenBackOnClose() throws {
+        try start()
+        // Each call whose chunked body is still arriving holds `bufferHighWater` of the budget.
+        let limits = ServerLimits()
+        let fit = limits.maxBufferedBytes / limits.bufferHighWater
+        var holders: [RawClient] = []
+        for i in 0..<fit {
+            let c = try client()
+            c.send("POST /v1/providers/p/vehicles?vehicleId=b\(i) HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+            holders.append(c)
+        }
+        usleep(500_000)
+        let refused = try exchange("POST /v1/providers/p/vehicles?vehicleId=over HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+        XCTAssertEqual(refused?.status, 503)
+        XCTAssertTrue(refused?.body.contains("UNAVAILABLE") ?? false, "\(String(describing: refused))")
+        holders.removeLast(4)
+        usleep(300_000)
+        let served = try exchange("POST /v1/providers/p/vehicles?vehicleId=after HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+        XCTAssertEqual(served?.status, 200, "closed connections give their bytes back")
+        XCTAssertFalse(upstream.requests.contains { $0.requestLine.contains("vehicleId=over") })
     }
 }
