@@ -456,10 +456,16 @@ final class RESTRouteTests: XCTestCase {
 
     func testMethodOverrideHeadersAreRecognisedInAnyCase() {
         for name in ["X-HTTP-Method-Override", "x-http-method", "X-Method-Override"] {
-            let failure = RESTRoute.methodOverrideRefusal(HTTPHeaders([(name: "Host", value: "h"), (name: name, value: "DELETE")]))
+            let failure = RESTRoute.headerRefusal(HTTPHeaders([(name: "Host", value: "h"), (name: name, value: "DELETE")]))
             XCTAssertEqual(failure?.httpStatus, 400, name)
             XCTAssertEqual(failure?.statusName, "INVALID_ARGUMENT", name)
         }
-        XCTAssertNil(RESTRoute.methodOverrideRefusal(HTTPHeaders([(name: "X-HTTP-Methods", value: "x")])))
+        XCTAssertNil(RESTRoute.headerRefusal(HTTPHeaders([(name: "X-HTTP-Methods", value: "x"), (name: "X-Goog-Api-Keys", value: "x")])))
+    }
+
+    func testAClientAPIKeyHeaderIsRefused() {
+        let failure = RESTRoute.headerRefusal(HTTPHeaders([(name: "x-goog-api-key", value: "AIza")]))
+        XCTAssertEqual(failure?.httpStatus, 400)
+        XCTAssertFalse(failure?.message.contains("AIza") ?? true, "the credential is not echoed")
     }
 }

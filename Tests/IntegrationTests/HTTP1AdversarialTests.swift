@@ -157,9 +157,9 @@ final class HTTP1AdversarialTests: SidecarTestCase {
 
     // MARK: Defect 10: method overrides
 
-    func testMethodOverrideHeadersAreRefused() throws {
+    func testMethodOverrideAndAPIKeyHeadersAreRefused() throws {
         try start()
-        for name in ["X-HTTP-Method-Override", "x-http-method", "X-METHOD-OVERRIDE"] {
+        for name in ["X-HTTP-Method-Override", "x-http-method", "X-METHOD-OVERRIDE", "X-Goog-Api-Key"] {
             let answer = try exchange("GET /v1/providers/p/vehicles/K HTTP/1.1\r\nHost: x\r\n\(name): DELETE\r\n\r\n")
             XCTAssertEqual(answer?.status, 400, name)
             XCTAssertTrue(answer?.body.contains("INVALID_ARGUMENT") ?? false, "\(String(describing: answer))")

@@ -251,7 +251,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
             refuseBeforeCall(.requestTooLarge("request body of \(n) bytes is over the limit of \(core.limits.maxRequestBodyBytes)"), bodyKnown: false)
             return
         }
-        if let failure = RESTRoute.methodOverrideRefusal(head.headers) {
+        if let failure = RESTRoute.headerRefusal(head.headers) {
             refuseBeforeCall(failure, bodyKnown: true)
             return
         }

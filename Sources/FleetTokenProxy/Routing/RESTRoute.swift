@@ -337,17 +337,25 @@ public enum RESTRoute {
     }
 
     /// Request header fields that would make Fleet Engine's front end run another method than
-    /// the one the route (and so the entity and token) was chosen from. A call carrying one
-    /// is refused (400), never forwarded.
+    /// the one the route (and so the entity and token) was chosen from.
     public static func isMethodOverride(_ name: String) -> Bool {
         name.asciiCaseInsensitiveEquals("x-http-method-override") || name.asciiCaseInsensitiveEquals("x-http-method")
             || name.asciiCaseInsensitiveEquals("x-method-override")
     }
 
-    /// The refusal for a call that carries a method-override field, if it does.
-    public static func methodOverrideRefusal(_ headers: HTTPHeaders) -> ProxyFailure? {
-        guard let field = headers.fields.first(where: { isMethodOverride($0.name) }) else { return nil }
-        return .invalidEntity("the \(field.name) header is not accepted: the call runs the method it was sent with")
+    /// The refusal (400) for a call whose header fields must never reach Fleet Engine: a method
+    /// override, or a client credential (`X-Goog-Api-Key`; `Authorization` is replaced, not
+    /// refused). Nil when the fields are acceptable.
+    public static func headerRefusal(_ headers: HTTPHeaders) -> ProxyFailure? {
+        for field in headers.fields {
+            if isMethodOverride(field.name) {
+                return .invalidEntity("the \(field.name) header is not accepted: the call runs the method it was sent with")
+            }
+            if field.name.asciiCaseInsensitiveEquals("x-goog-api-key") {
+                return .invalidEntity("the \(field.name) header is a credential; only the sidecar supplies credentials")
+            }
+        }
+        return nil
     }
 
     // MARK: - Path helpers
