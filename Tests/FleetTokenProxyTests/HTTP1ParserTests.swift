@@ -52,6 +52,25 @@ final class HTTP1ParserTests: XCTestCase {
         XCTAssertEqual(head.headers["X-Name"], "café")
     }
 
+    func testObsTextThatIsNotUTF8IsRefusedRatherThanRewritten() {
+        let raw: [UInt8] = Array("GET / HTTP/1.1\r\nHost: h\r\nX-Name: caf".utf8) + [0xE9] + Array("\r\n\r\n".utf8)
+        guard case .invalid(let failure) = parse(raw) else { return XCTFail("a Latin-1 byte must not become U+FFFD") }
+        XCTAssertEqual(failure.httpStatus, 400)
+    }
+
+    func testResponseObsTextThatIsNotUTF8IsRefusedInValuesAndReason() {
+        let value: [UInt8] = Array("HTTP/1.1 200 OK\r\nX-Name: caf".utf8) + [0xE9] + Array("\r\nContent-Length: 0\r\n\r\n".utf8)
+        guard case .invalid = parseResponse(value) else { return XCTFail("value rewritten") }
+        let reason: [UInt8] = Array("HTTP/1.1 200 caf".utf8) + [0xE9] + Array("\r\nContent-Length: 0\r\n\r\n".utf8)
+        guard case .invalid = parseResponse(reason) else { return XCTFail("reason rewritten") }
+    }
+
+    func testUTF8ObsTextInAResponseIsKeptByteForByte() throws {
+        let raw: [UInt8] = Array("HTTP/1.1 200 OK\r\nX-Name: caf".utf8) + [0xC3, 0xA9] + Array("\r\nContent-Length: 0\r\n\r\n".utf8)
+        let (head, _) = try completeResponse(raw)
+        XCTAssertEqual(Array(head.headers["x-name"]!.utf8), Array("caf".utf8) + [0xC3, 0xA9])
+    }
+
     // MARK: - Keep-alive and Expect
 
     func testHTTP11KeepsAliveUnlessConnectionClose() throws {

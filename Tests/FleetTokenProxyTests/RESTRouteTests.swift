@@ -432,4 +432,40 @@ final class RESTRouteTests: XCTestCase {
         let message = assertInvalid("GET", "\(base)/vehicles/a\u{1B}[31mb")
         XCTAssertFalse(message.unicodeScalars.contains { $0.value < 0x20 }, message)
     }
+
+    // MARK: - Hardening (issue 8)
+
+    func testSnakeCaseIdParameterIsTheSameFieldSoBothAreAmbiguous() {
+        assertInvalid("POST", "\(base)/vehicles?vehicleId=a&vehicle_id=b")
+        assertInvalid("POST", "\(base)/trips?trip_id=b&tripId=a")
+        assertInvalid("POST", "\(base)/deliveryVehicles?deliveryVehicleId=a&delivery_vehicle_id=b")
+        assertInvalid("POST", "\(base)/tasks?taskId=a&task%5Fid=b")
+        assertInvalid("POST", "\(base)/vehicles?vehicle_id=a&vehicle_id=a")
+        assertEntity("POST", "\(base)/vehicles?vehicle_id=v1", EntityKey(provider: "my-project", type: .vehicle, id: "v1"))
+    }
+
+    func testClientCredentialQueryParametersAreRefusedAnywhere() {
+        for query in ["access_token=x", "a=1&access_token=x", "key=x", "b=2&key=&c=3", "%6Bey=x", "access%5Ftoken=x", "ACCESS_TOKEN=x", "Key=x", "access+token=x".replacingOccurrences(of: "+", with: "_")] {
+            let message = assertInvalid("GET", "\(base)/vehicles/v1?\(query)")
+            XCTAssertTrue(message.contains("credential"), message)
+            assertInvalid("GET", "\(base)/vehicles?\(query)")
+            assertInvalid("POST", "\(base)/vehicles?vehicleId=v1&\(query)")
+        }
+        assertEntity("GET", "\(base)/vehicles/v1?keys=x&monkey=y&access_tokens=z", EntityKey(provider: "my-project", type: .vehicle, id: "v1"))
+    }
+
+    func testMethodOverrideHeadersAreRecognisedInAnyCase() {
+        for name in ["X-HTTP-Method-Override", "x-http-method", "X-Method-Override"] {
+            let failure = RESTRoute.headerRefusal(HTTPHeaders([(name: "Host", value: "h"), (name: name, value: "DELETE")]))
+            XCTAssertEqual(failure?.httpStatus, 400, name)
+            XCTAssertEqual(failure?.statusName, "INVALID_ARGUMENT", name)
+        }
+        XCTAssertNil(RESTRoute.headerRefusal(HTTPHeaders([(name: "X-HTTP-Methods", value: "x"), (name: "X-Goog-Api-Keys", value: "x")])))
+    }
+
+    func testAClientAPIKeyHeaderIsRefused() {
+        let failure = RESTRoute.headerRefusal(HTTPHeaders([(name: "x-goog-api-key", value: "AIza")]))
+        XCTAssertEqual(failure?.httpStatus, 400)
+        XCTAssertFalse(failure?.message.contains("AIza") ?? true, "the credential is not echoed")
+    }
 }

@@ -8,9 +8,14 @@ import Glibc
 /// Keep-alive HTTP/1.1 connections to one origin, shared by every call on the loop.
 ///
 /// At most `maxConnections` exist at once (connecting, idle or busy); further borrowers wait
-/// in arrival order. The pool is the one place that frees its connections.
+/// in arrival order, at most `maxWaiters` of them. Every borrower holds a `PoolTicket` and
+/// cancels it when it stops waiting (timed out, client gone): a cancelled ticket's completion
+/// is dropped at once and its place skipped. The pool is the one place that frees its
+/// connections.
 final class ConnectionPool {
     typealias Completion = (Result<HTTP1ClientConnection, ProxyFailure>) -> Void
+    /// Borrowers that may wait for a connection at once, by default; past it `acquire` fails.
+    static let defaultMaxWaiters = 1024
 
     let origin: Origin
     private let loop: EventLoop
@@ -21,38 +26,81 @@ final class ConnectionPool {
     /// Most recently used last: reuse the warmest connection.
     private var idle: [HTTP1ClientConnection] = []
     /// Connections being dialed, with the borrower each one is for.
-    private var dialing: [ObjectIdentifier: (connection: HTTP1ClientConnection, completion: Completion)] = [:]
+    private var dialing: [ObjectIdentifier: (connection: HTTP1ClientConnection, ticket: PoolTicket)] = [:]
     private var busy: [ObjectIdentifier: HTTP1ClientConnection] = [:]
-    private var waiters = FIFO<Completion>()
+    /// Tickets waiting for a connection; cancelled ones stay until they reach the front.
+    private var waiters = FIFO<PoolTicket>()
+    /// Tickets in `waiters` not cancelled yet.
+    private(set) var waiting = 0
+    /// Cancelled tickets still in `waiters`; swept out when they outnumber the live ones, so a
+    /// flood of callers that give up cannot grow the queue.
+    private var cancelledInQueue = 0
+    /// Entries in the queue, cancelled ones included (for tests).
+    var queueLength: Int { waiters.count }
+    private let maxWaiters: Int
     private var nextID = 0
     private var closed = false
 
-    init(loop: EventLoop, origin: Origin, tls: TLSContext?, maxConnections: Int, limits: ClientLimits = ClientLimits(), logger: Logger) {
+    init(loop: EventLoop, origin: Origin, tls: TLSContext?, maxConnections: Int, limits: ClientLimits = ClientLimits(),
+         maxWaiters: Int = ConnectionPool.defaultMaxWaiters, logger: Logger) {
         self.loop = loop
         self.origin = origin
         self.tls = tls
         self.maxConnections = max(1, maxConnections)
         self.limits = limits
+        self.maxWaiters = max(0, maxWaiters)
         self.logger = logger
     }
 
     var totalConnections: Int { idle.count + dialing.count + busy.count }
-    var waiting: Int { waiters.count }
 
     /// Hands a connection to `completion`: an idle one at once, a new one once connected, or
-    /// the next one released when the pool is full.
-    func acquire(_ completion: @escaping Completion) {
-        guard !closed else { completion(.failure(.upstreamUnavailable("shutting down"))); return }
+    /// the next one released when the pool is full. Fails at once when `maxWaiters` borrowers
+    /// already wait. The borrower cancels the returned ticket when it stops waiting; after
+    /// that `completion` is never called.
+    @discardableResult
+    func acquire(_ completion: @escaping Completion) -> PoolTicket {
+        let ticket = PoolTicket(completion, pool: self)
+        guard !closed else {
+            ticket.complete(.failure(.upstreamUnavailable("shutting down")))
+            return ticket
+        }
         if let connection = idle.popLast() {
             busy[ObjectIdentifier(connection)] = connection
-            completion(.success(connection))
-            return
-        }
-        if totalConnections < maxConnections {
-            dial(for: completion)
+            ticket.complete(.success(connection))
+        } else if totalConnections < maxConnections {
+            dial(for: ticket)
+        } else if waiting >= maxWaiters {
+            ticket.complete(.failure(.upstreamUnavailable("\(waiting) calls already wait for a connection to \(origin)")))
         } else {
-            waiters.push(completion)
+            waiters.push(ticket)
+            ticket.queued = true
+            waiting += 1
         }
+        return ticket
+    }
+
+    /// A waiting ticket was cancelled: it no longer counts against `maxWaiters`.
+    fileprivate func waiterCancelled() {
+        waiting -= 1
+        cancelledInQueue += 1
+        if cancelledInQueue > 64 && cancelledInQueue > waiting {
+            waiters.removeAll { !$0.isPending }
+            cancelledInQueue = 0
+        }
+    }
+
+    /// The first waiter not cancelled, if any (cancelled ones are dropped on the way, in a loop).
+    private func nextWaiter() -> PoolTicket? {
+        while let ticket = waiters.pop() {
+            ticket.queued = false
+            if ticket.isPending {
+                waiting -= 1
+                return ticket
+            }
+            cancelledInQueue -= 1
+        }
+        return nil
     }
 
     /// Gives a connection back after a complete exchange.
@@ -63,9 +111,9 @@ final class ConnectionPool {
             serveWaiter()
             return
         }
-        if let waiter = waiters.pop() {
+        if let waiter = nextWaiter() {
             busy[ObjectIdentifier(connection)] = connection
-            waiter(.success(connection))
+            waiter.complete(.success(connection))
         } else {
             connection.markIdle()
             idle.append(connection)
@@ -94,9 +142,9 @@ final class ConnectionPool {
         dialing.removeAll()
         for d in pendingDials {
             d.connection.closeTransport()
-            d.completion(.failure(.upstreamUnavailable("shutting down")))
+            d.ticket.complete(.failure(.upstreamUnavailable("shutting down")))
         }
-        while let w = waiters.pop() { w(.failure(.upstreamUnavailable("shutting down"))) }
+        while let w = nextWaiter() { w.complete(.failure(.upstreamUnavailable("shutting down"))) }
     }
 
     // MARK: Dialing
@@ -105,53 +153,69 @@ final class ConnectionPool {
         guard let d = dialing.removeValue(forKey: ObjectIdentifier(connection)) else { return }
         if let bev = connection.bufferevent { Dialer.setNoDelay(bev) }
         busy[ObjectIdentifier(connection)] = connection
-        d.completion(.success(connection))
+        if d.ticket.isPending {
+            d.ticket.complete(.success(connection))
+        } else {
+            // Its borrower left while it was dialed: the next waiter, or the idle list, gets it.
+            release(connection, reusable: true)
+        }
     }
 
     func dialFailed(_ connection: HTTP1ClientConnection, reason: String) {
         guard let d = dialing.removeValue(forKey: ObjectIdentifier(connection)) else { return }
         connection.closeTransport()
         logger.debug("cannot connect", metadata: ["origin": "\(origin)", "reason": "\(reason)"])
-        d.completion(.failure(.upstreamUnavailable("cannot connect to \(origin): \(reason)")))
+        d.ticket.complete(.failure(.upstreamUnavailable("cannot connect to \(origin): \(reason)")))
         serveWaiter()
     }
 
+    /// Dials for the next live waiter when there is room. Called once per freed slot, so it
+    /// does not recurse through waiters.
     private func serveWaiter() {
-        guard !closed, totalConnections < maxConnections, let waiter = waiters.pop() else { return }
-        acquire(waiter)
+        guard !closed, totalConnections < maxConnections, let waiter = nextWaiter() else { return }
+        dial(for: waiter)
     }
 
-    private func dial(for completion: @escaping Completion) {
+    private func dial(for ticket: PoolTicket) {
         nextID += 1
         switch Dialer.connect(loop: loop, origin: origin, tls: tls, timeout: limits.connectTimeout) {
         case .failure(let failure):
-            completion(.failure(failure))
+            ticket.complete(.failure(failure))
         case .success(let bev):
             let connection = HTTP1ClientConnection(bev: bev, pool: self, limits: limits, id: nextID, isTLS: tls != nil)
-            dialing[ObjectIdentifier(connection)] = (connection, completion)
+            dialing[ObjectIdentifier(connection)] = (connection, ticket)
         }
     }
 }
 
-/// A first-in, first-out queue with O(1) push and pop.
-struct FIFO<Element> {
-    private var items: [Element?] = []
-    private var head = 0
+/// A borrower's place in a `ConnectionPool`: completed once with a connection or a failure,
+/// unless cancelled first. Cancel it when the call stops waiting (timeout, client gone); a
+/// connection it already received is the borrower's to release.
+final class PoolTicket {
+    private var completion: ConnectionPool.Completion?
+    /// Set while the ticket waits in the pool's queue, so cancelling frees its place.
+    private weak var pool: ConnectionPool?
+    fileprivate var queued = false
 
-    var count: Int { items.count - head }
-    var isEmpty: Bool { count == 0 }
+    fileprivate init(_ completion: @escaping ConnectionPool.Completion, pool: ConnectionPool) {
+        self.completion = completion
+        self.pool = pool
+    }
 
-    mutating func push(_ item: Element) { items.append(item) }
+    /// Neither completed nor cancelled.
+    var isPending: Bool { completion != nil }
 
-    mutating func pop() -> Element? {
-        guard head < items.count else { return nil }
-        let item = items[head]
-        items[head] = nil
-        head += 1
-        if head > 64 && head * 2 > items.count {
-            items.removeFirst(head)
-            head = 0
-        }
-        return item
+    /// Drops the completion: it will never be called. Idempotent.
+    func cancel() {
+        guard completion != nil else { return }
+        completion = nil
+        if queued, let pool { pool.waiterCancelled() }
+    }
+
+    fileprivate func complete(_ result: Result<HTTP1ClientConnection, ProxyFailure>) {
+        queued = false
+        guard let completion else { return }
+        self.completion = nil
+        completion(result)
     }
 }

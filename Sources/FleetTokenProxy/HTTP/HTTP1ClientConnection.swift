@@ -31,9 +31,6 @@ final class HTTP1ClientConnection: TransportDelegate {
     /// True once one exchange completed on this connection: a failure before any answer on a
     /// reused connection is the keep-alive race, and the request may be sent again.
     private(set) var reused = false
-    /// Set by the borrower: false while the request is still being sent. A connection whose
-    /// request was cut short is never reused.
-    var requestComplete = true
     let id: Int
 
     init(bev: OpaquePointer, pool: ConnectionPool, limits: ClientLimits, id: Int, isTLS: Bool) {
@@ -97,7 +94,12 @@ final class HTTP1ClientConnection: TransportDelegate {
                     return
                 case .complete(let head, let length):
                     evbuffer_drain(transport.input, length)
-                    if head.status >= 100 && head.status < 200 && head.status != 101 {
+                    if head.status == 101 {
+                        // The sidecar never asks for an upgrade: what follows is not HTTP.
+                        fail(.upstreamUnavailable("\(pool.origin) answered 101 Switching Protocols, which was never asked for"))
+                        return
+                    }
+                    if head.status >= 100 && head.status < 200 {
                         continue loop // an interim answer: the real one follows
                     }
                     headReceived = true
@@ -215,7 +217,9 @@ final class HTTP1ClientConnection: TransportDelegate {
         let sink = self.sink
         reused = true
         // Back to the pool first, so the sink's end handler may borrow a connection at once.
-        pool.release(self, reusable: keepAliveAfter && requestComplete && transport.inputLength == 0)
+        // A connection whose request was cut short is never reused.
+        let requestSent = sink?.requestFullySent ?? true
+        pool.release(self, reusable: keepAliveAfter && requestSent && transport.inputLength == 0)
         sink?.responseEnded(from: self)
     }
 
@@ -251,6 +255,8 @@ final class HTTP1ClientConnection: TransportDelegate {
 extension ResponseSink {
     /// Default: the request side needs no write backpressure signal.
     func connectionDrained(_ connection: HTTP1ClientConnection) {}
+    /// Default: the borrower wrote its whole request before `beginExchange`.
+    var requestFullySent: Bool { true }
 }
 
 /// Limits for connections to an origin.

@@ -43,7 +43,7 @@ public enum HTTP1Parser {
             let line = try reader.readStatusLine()
             var facts = FieldFacts()
             let headers = try reader.readFieldLines(noting: &facts)
-            return facts.responseHead(line: line, headers: headers, in: reader.bytes)
+            return try facts.responseHead(line: line, headers: headers, in: reader.bytes)
         }
     }
 
@@ -110,9 +110,18 @@ struct HeadBytes {
     @inline(__always)
     func word(at i: Int) -> UInt64 { UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self) }
 
-    /// Decodes a slice as UTF-8; obs-text that is not valid UTF-8 becomes U+FFFD.
+    /// Decodes a slice of ASCII (a token or a request target, already validated) as a String.
     func string(_ range: Range<Int>) -> String {
         String(decoding: UnsafeBufferPointer(start: base + range.lowerBound, count: range.count), as: UTF8.self)
+    }
+
+    /// A field value or reason phrase as a String that holds exactly its bytes: obs-text (bytes
+    /// 0x80 and above) that is valid UTF-8 round-trips byte for byte; any other obs-text is
+    /// refused rather than rewritten to U+FFFD (which would change what is relayed).
+    func text(_ range: Range<Int>, what: StaticString) throws(HeadStop) -> String {
+        let buffer = UnsafeBufferPointer(start: base + range.lowerBound, count: range.count)
+        if let s = String(validating: buffer, as: UTF8.self) { return s }
+        throw .malformed("\(what) holds bytes that are not UTF-8 (obs-text is relayed only as UTF-8)")
     }
 }
 
@@ -238,7 +247,7 @@ struct HeadReader {
             }
             let (name, value) = try readFieldLine()
             try facts.note(name: name, value: value, in: bytes)
-            fields.append((name: bytes.string(name), value: bytes.string(value)))
+            fields.append((name: bytes.string(name), value: try bytes.text(value, what: "header value")))
         }
     }
 
@@ -432,7 +441,7 @@ struct FieldFacts {
 
     /// RFC 9112 §6.3 from the receiving client's side: Transfer-Encoding overrides
     /// Content-Length (but the connection is not reused), and no length means until close.
-    func responseHead(line: StatusLine, headers: HTTPHeaders, in bytes: HeadBytes) -> ResponseHead {
+    func responseHead(line: StatusLine, headers: HTTPHeaders, in bytes: HeadBytes) throws(HeadStop) -> ResponseHead {
         let minor = line.minorVersion
         var keepAlive = minor == 1 ? !connectionClose : connectionKeepAlive && !connectionClose
 
@@ -452,7 +461,7 @@ struct FieldFacts {
         return ResponseHead(
             minorVersion: minor,
             status: line.status,
-            reason: bytes.string(line.reason),
+            reason: try bytes.text(line.reason, what: "reason phrase"),
             headers: headers,
             keepAlive: keepAlive,
             declaredFraming: declared

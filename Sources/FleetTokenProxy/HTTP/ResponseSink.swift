@@ -13,4 +13,7 @@ protocol ResponseSink: AnyObject {
     func responseFailed(_ failure: ProxyFailure, headReceived: Bool, retryable: Bool)
     /// The request side's output drained (write backpressure released).
     func connectionDrained(_ connection: HTTP1ClientConnection)
+    /// Whether the whole request was written: a connection whose request was cut short is
+    /// never reused. Asked when the answer ends.
+    var requestFullySent: Bool { get }
 }

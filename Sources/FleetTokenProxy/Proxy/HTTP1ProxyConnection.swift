@@ -1,67 +1,54 @@
 import CEvent
 import Logging
 
-/// One client connection speaking HTTP/1.1 to the sidecar.
+/// One client connection speaking HTTP/1.1 to the sidecar: the I/O shell around
+/// `HTTP1Exchange`, which holds the call's state and decides every step.
 ///
 /// It reads a request head, works out the entity, waits for that entity's token, borrows an
-/// upstream connection, sends the rewritten head and relays the body, then relays the answer
-/// back unchanged. One call at a time; pipelined requests wait in the input buffer. Its owner
-/// is the `ProxyServer`; `close(reason:)` is its one way out.
+/// upstream connection, sends the head it writes itself (its own Host, framing and
+/// Authorization) and the body in its own framing, then relays the answer. One call at a time;
+/// pipelined requests wait in the input buffer. Its owner is the `ProxyServer`;
+/// `close(reason:)` is its one way out.
 final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseSink {
-    private enum State {
-        case readingHead
-        case waitingForToken
-        case waitingForUpstream
-        case forwarding
-        /// A final answer is queued; close once it is written.
-        case closingAfterFlush
-        case closed
-    }
-
+    /// How the request body arrives from the client.
     private enum RequestBody {
         case remaining(Int)
         case chunked(ChunkedBodyScanner)
     }
 
-    /// The call in flight. A class: it is updated in place many times per call, and copying a
-    /// struct this size in and out of an optional costs retains on the hot path.
-    private final class Call {
+    /// The data of the call in flight (its state is in `exchange`). A class: updated in place
+    /// many times per call.
+    private final class CallData {
         let head: RequestHead
         let key: EntityKey
-        let started: Double
+        var record: CallRecord
         var body: RequestBody
-        var requestDone: Bool
-        var responseDone = false
-        var upstream: HTTP1ClientConnection?
-        /// The whole request as sent, kept for one resend when a reused upstream connection
-        /// turns out to be closed. Nil for bodies too large or not yet complete.
-        var replay: [UInt8]?
-        /// Fleet Engine answered 401: this answer is dropped and the call sent again once with
-        /// a freshly fetched token (SPEC: revocation).
-        var retryingAfter401 = false
-        var attempts = 0
-        var keepAlive: Bool
-        var status = 0
-        var cacheOutcome = "miss"
+        /// The whole request body, once the sidecar holds it (small bodies, chunked bodies):
+        /// forwarded with a Content-Length, and kept for one resend.
+        var held: [UInt8]?
         var token: String?
-        /// A chunked answer to an HTTP/1.0 client is decoded, and the connection closed.
+        var upstream: HTTP1ClientConnection?
+        var ticket: PoolTicket?
+        /// Bytes reserved from the process-wide buffer budget for this call.
+        var reserved = 0
+        /// A chunked answer to an HTTP/1.0 client is decoded.
         var dechunker: ChunkedBodyScanner?
+        var continueSent = false
 
-        init(head: RequestHead, key: EntityKey, started: Double, body: RequestBody, requestDone: Bool, keepAlive: Bool) {
+        init(head: RequestHead, key: EntityKey, record: CallRecord, body: RequestBody) {
             self.head = head
             self.key = key
-            self.started = started
+            self.record = record
             self.body = body
-            self.requestDone = requestDone
-            self.keepAlive = keepAlive
         }
     }
 
     private var transport: Transport!
     private let core: ProxyCore
     private unowned let server: ProxyServer
-    private var state: State = .readingHead
-    private var call: Call?
+    private var exchange: HTTP1Exchange
+    private var call: CallData?
+    private var headTimer: ScheduledWork?
     private var logger: Logger
     /// The answer's head waits here until its first body bytes (or its end), so head and body
     /// leave in one write: one packet and one wake-up of the client instead of two.
@@ -76,6 +63,8 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         var logger = core.logger
         logger[metadataKey: "conn"] = "\(id)"
         self.logger = logger
+        let now = core.clock.monotonicNow
+        exchange = HTTP1Exchange(now: now, headTimeout: core.limits.headTimeout)
         let bev = bufferevent_socket_new(core.loop.base, fd, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))!
         transport = Transport(bev: bev, delegate: self, directWrites: true)
         // Set once: changing timeouts or read interest per call costs epoll_ctl calls on the
@@ -84,19 +73,21 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         transport.setTimeouts(read: core.limits.idleTimeout, write: core.limits.ioTimeout)
         transport.setReadHighWater(core.limits.maxHeadBytes + core.limits.bufferHighWater)
         transport.enableReading()
+        armHeadTimer(at: now + core.limits.headTimeout)
     }
 
     deinit { evbuffer_free(corked) }
 
     /// The one close path: frees the socket, gives back a borrowed upstream connection that
-    /// can no longer be trusted, and tells the server. Idempotent.
+    /// can no longer be trusted, returns held bytes to the budget, and tells the server.
+    /// Idempotent.
     func close(reason: String) {
-        guard state != .closed else { return }
-        state = .closed
-        if let upstream = call?.upstream, !(call?.responseDone ?? true) {
-            core.upstream.discard(upstream, reason: "client connection closed")
-        }
-        call = nil
+        guard !closed else { return }
+        closed = true
+        exchange.closed()
+        endCall(discardUpstream: "client connection closed")
+        headTimer?.cancel()
+        headTimer = nil
         logger.trace("connection closed", metadata: ["reason": "\(reason)"])
         transport.close()
         server.connectionClosed(self)
@@ -104,28 +95,31 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
 
     /// Stops taking new requests; an idle connection closes now, a busy one after its call.
     func drain() {
-        if state == .readingHead && transport.inputLength == 0 { close(reason: "draining") }
-        draining = true
+        perform(exchange.drain(buffered: transport.inputLength))
     }
 
-    private var draining = false
     /// Until a first request is read, the bytes may instead be the HTTP/2 preface.
     private var servedACall = false
+    /// Set once by `close` (or when HTTP/2 takes the socket over).
+    private var closed = false
 
     // MARK: TransportDelegate
 
     func transportReadable(_ transport: Transport) {
-        switch state {
-        case .readingHead: readRequests()
+        switch exchange.phase {
+        case .readingHead:
+            perform(exchange.bytesArrived(now: core.clock.monotonicNow))
+            readRequests()
+        case .readingBody: readChunkedBody()
         case .forwarding: pumpRequestBody()
         default: break
         }
     }
 
     func transportWritable(_ transport: Transport) {
-        switch state {
+        switch exchange.phase {
         case .closingAfterFlush:
-            if transport.outputLength == 0 { close(reason: "answered, not keep-alive") }
+            if transport.outputLength == 0 { perform(exchange.outputFlushed()) }
         case .forwarding:
             // The client caught up: resume the upstream answer.
             if transport.outputLength < core.limits.bufferHighWater { call?.upstream?.resumeReading() }
@@ -137,11 +131,13 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     func transportEvent(_ transport: Transport, events: Int16) {
         let e = Int32(events)
         if e & BEV_EVENT_TIMEOUT != 0 && e & BEV_EVENT_READING != 0 {
-            if state == .readingHead {
+            if case .readingHead = exchange.phase {
                 close(reason: transport.inputLength == 0 ? "idle" : "request head too slow")
                 return
             }
-            if state != .forwarding || call?.requestDone == true {
+            let bodyStillArriving = exchange.phase == .readingBody
+                || (exchange.phase == .forwarding && exchange.call?.requestSent == false)
+            if !bodyStillArriving {
                 // Quiet because it waits for us (token, upstream answer): those waits have
                 // their own bounds. libevent disabled reading on the timeout; turn it back on.
                 transport.enableReading()
@@ -151,18 +147,55 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         close(reason: transport.describe(events: e))
     }
 
+    // MARK: The state machine's actions
+
+    private func perform(_ actions: [HTTP1Exchange.Action]) {
+        for action in actions {
+            guard !closed else { return }
+            switch action {
+            case .armHeadDeadline(let at): armHeadTimer(at: at)
+            case .readBody: readChunkedBody()
+            case .lookUpToken: lookUpToken()
+            case .refetchToken: refetchToken()
+            case .acquireUpstream: acquireUpstream()
+            case .sendRequest: sendRequest()
+            case .relayResponse: break // done in responseHead, which knows the head
+            case .finishCall(let keepAlive): finishCall(keepAlive: keepAlive)
+            case .refuse(let failure, let keepAlive): answerRefusal(failure, keepAlive: keepAlive)
+            case .closeAfterFlush:
+                uncork()
+                endCall(discardUpstream: "answer cut short")
+                finishAndClose()
+            case .close(let reason): close(reason: reason)
+            }
+        }
+    }
+
+    private func armHeadTimer(at deadline: Double) {
+        headTimer?.cancel()
+        let delay = max(0, deadline - core.clock.monotonicNow)
+        headTimer = core.loop.schedule(after: delay) { [weak self] in
+            guard let self else { return }
+            headTimer = nil
+            perform(exchange.headDeadlinePassed(now: max(deadline, core.clock.monotonicNow), buffered: transport.inputLength))
+        }
+    }
+
     // MARK: Reading requests
 
     /// Parses and starts the next request, if a whole head is buffered.
     private func readRequests() {
-        guard state == .readingHead, transport.isOpen else { return }
+        guard case .readingHead = exchange.phase, transport.isOpen else { return }
         let available = transport.inputLength
         guard available > 0 else { return }
         if !servedACall {
             switch HTTP2Preface.match(transport.input, available: available) {
             case .matches:
                 // h2c with prior knowledge: the HTTP/2 connection takes the socket over.
-                state = .closed
+                closed = true
+                exchange.closed()
+                headTimer?.cancel()
+                headTimer = nil
                 server.upgrade(self, transport: transport)
                 return
             case .needMore:
@@ -180,56 +213,81 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
             break
         case .invalid(let failure):
             core.statistics.calls += 1
-            refuse(failure, close: true)
+            var record = CallRecord(protocolName: "http1", started: core.clock.monotonicNow)
+            record.refusal = failure.message
+            record.status = failure.httpStatus
+            refusedRecord = record
+            perform(exchange.headRefused(failure, keepAlive: false))
         case .complete(let head, let length):
             evbuffer_drain(transport.input, length)
+            headTimer?.cancel()
+            headTimer = nil
             start(head)
         }
     }
 
+    /// The record of a call refused before `call` existed (bad head, bad route).
+    private var refusedRecord: CallRecord?
+
     private func start(_ head: RequestHead) {
         servedACall = true
         core.statistics.calls += 1
+        var record = CallRecord(protocolName: "http1", started: core.clock.monotonicNow)
+        record.method = head.method
+        record.target = head.target
         let body: RequestBody
         switch head.framing {
-        case .contentLength(let n) where n > core.limits.maxRequestBodyBytes:
-            refuse(.requestTooLarge("request body of \(n) bytes is over the limit of \(core.limits.maxRequestBodyBytes)"), close: true)
-            return
         case .contentLength(let n): body = .remaining(n)
         case .chunked: body = .chunked(ChunkedBodyScanner())
         case .none, .untilClose: body = .remaining(0)
         }
+        func refuseBeforeCall(_ failure: ProxyFailure, bodyKnown: Bool) {
+            record.status = failure.httpStatus
+            record.refusal = failure.message
+            refusedRecord = record
+            perform(exchange.headRefused(failure, keepAlive: head.keepAlive && bodyKnown && skipBody(body)))
+        }
+        if case .contentLength(let n) = head.framing, n > core.limits.maxRequestBodyBytes {
+            refuseBeforeCall(.requestTooLarge("request body of \(n) bytes is over the limit of \(core.limits.maxRequestBodyBytes)"), bodyKnown: false)
+            return
+        }
+        if let failure = RESTRoute.headerRefusal(head.headers) {
+            refuseBeforeCall(failure, bodyKnown: true)
+            return
+        }
         let key: EntityKey
         switch RESTRoute.classify(method: head.method, target: head.target) {
         case .failure(let failure):
-            refuse(failure, close: !skipBody(body), head: head)
+            refuseBeforeCall(failure, bodyKnown: true)
             return
         case .success(let k): key = k
         }
-        var done = false
-        if case .remaining(0) = body { done = true }
-        call = Call(head: head, key: key, started: core.clock.monotonicNow, body: body, requestDone: done,
-                    keepAlive: head.keepAlive && !draining)
-        state = .waitingForToken
-        // A token handed over before token(for:) returns came from the cache without waiting.
-        var waited = false
-        core.cache.token(for: key) { [self] result in
-            guard state == .waitingForToken, let call else { return }
-            call.cacheOutcome = waited ? "miss" : "hit"
-            switch result {
-            case .failure(let failure):
-                refuse(failure, close: !skipBody(call.body))
-            case .success(let token):
-                call.token = token
-                state = .waitingForUpstream
-                acquireUpstream()
-            }
+        record.entityType = key.type.rawValue
+        let call = CallData(head: head, key: key, record: record, body: body)
+        // Request bytes this call may hold before they leave: what the input buffer may queue
+        // for it, or its whole body when smaller. Refused when the process-wide budget is spent.
+        let hold: Int
+        switch body {
+        case .remaining(let n): hold = min(n, core.limits.bufferHighWater)
+        case .chunked: hold = core.limits.bufferHighWater
         }
-        waited = true
+        guard core.bufferBudget.reserve(hold) else {
+            refuseBeforeCall(.providerUnavailable("the sidecar holds too many request bytes; try again"), bodyKnown: false)
+            return
+        }
+        call.reserved = hold
+        self.call = call
+        var chunked = false
+        if case .chunked = body { chunked = true }
+        if chunked && head.expectsContinue {
+            call.continueSent = true
+            transport.write("HTTP/1.1 100 Continue\r\n\r\n")
+        }
+        perform(exchange.headParsed(method: head.method, keepAlive: head.keepAlive, chunked: chunked))
     }
 
     /// Drops a refused request's body when it is already buffered, so the connection can be
-    /// kept; false when the body is still arriving (then the connection must close).
+    /// kept; false when the body is still arriving or chunked (then the connection must close).
     private func skipBody(_ body: RequestBody) -> Bool {
         switch body {
         case .remaining(let n):
@@ -241,96 +299,143 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         }
     }
 
-    // MARK: Forwarding
-
-    private func acquireUpstream() {
-        core.upstream.acquire { [self] result in
-            guard state == .waitingForUpstream || state == .forwarding else {
-                if case .success(let c) = result { core.upstream.release(c, reusable: true) }
-                return
+    /// Reads and decodes a chunked body whole (extensions and trailers dropped): the sidecar
+    /// forwards it with its own Content-Length once it is all in.
+    private func readChunkedBody() {
+        guard exchange.phase == .readingBody, let call, case .chunked(var scanner) = call.body else { return }
+        var held = call.held ?? []
+        var consumed = 0
+        var finished = false
+        var failure: ProxyFailure?
+        let limit = core.limits.maxRequestBodyBytes
+        forEachChain(of: transport.input) { chunk in
+            let result = scanner.scan(chunk) { data in
+                if held.count + data.count > limit {
+                    failure = failure ?? .requestTooLarge("chunked request body over the limit of \(limit) bytes")
+                } else {
+                    held.append(contentsOf: data)
+                }
             }
             switch result {
+            case .failure(let f): failure = f; return false
+            case .success(let r):
+                consumed += r.consumed
+                finished = r.finished
+                return failure == nil && !r.finished && r.consumed == chunk.count
+            }
+        }
+        if failure == nil && held.count > call.reserved {
+            let more = held.count - call.reserved
+            if core.bufferBudget.reserve(more) {
+                call.reserved += more
+            } else {
+                failure = .providerUnavailable("the sidecar holds too many request bytes; try again")
+            }
+        }
+        if let failure {
+            perform(exchange.refuse(failure, bodyConsumed: false))
+            return
+        }
+        evbuffer_drain(transport.input, consumed)
+        call.body = .chunked(scanner)
+        call.held = held
+        if finished { perform(exchange.bodyRead()) }
+    }
+
+    // MARK: Token and upstream
+
+    private func lookUpToken() {
+        guard let call else { return }
+        // A token handed over before token(for:) returns came from the cache without waiting.
+        var waited = false
+        core.cache.token(for: call.key) { [weak self, weak call] result in
+            guard let self, let call, call === self.call, exchange.phase == .awaitingToken else { return }
+            if call.record.cacheOutcome == nil { call.record.cacheOutcome = waited ? "miss" : "hit" }
+            switch result {
             case .failure(let failure):
-                refuse(failure, close: !skipBody(call!.body))
+                perform(exchange.refuse(failure, bodyConsumed: skipRemainingBody()))
+            case .success(let token):
+                call.token = token
+                perform(exchange.tokenReady())
+            }
+        }
+        waited = true
+    }
+
+    /// Fleet Engine refused the token (revoked, rotated key): drop it from the cache and fetch
+    /// another; the call is sent once more. The first answer never reaches the client.
+    private func refetchToken() {
+        guard let call else { return }
+        if let old = call.token { core.cache.invalidate(call.key, token: old) }
+        call.token = nil
+        logger.debug("Fleet Engine answered 401; retrying once with a fresh token", metadata: ["entity_type": "\(call.key.type.rawValue)"])
+        lookUpToken()
+    }
+
+    private func acquireUpstream() {
+        guard let call else { return }
+        call.ticket = core.upstream.acquire { [weak self, weak call, pool = core.upstream] result in
+            guard let self, let call, call === self.call, exchange.phase == .awaitingUpstream else {
+                if case .success(let c) = result { pool.release(c, reusable: true) }
+                return
+            }
+            call.ticket = nil
+            switch result {
+            case .failure(let failure):
+                perform(exchange.refuse(failure, bodyConsumed: skipRemainingBody()))
             case .success(let upstream):
-                send(on: upstream)
+                call.upstream = upstream
+                perform(exchange.upstreamReady())
             }
         }
     }
 
-    private func send(on upstream: HTTP1ClientConnection) {
-        guard let call, let token = call.token else { return }
-        call.upstream = upstream
-        call.attempts += 1
-        state = .forwarding
-        if let body = call.replay {
-            // A resend (keep-alive race, or a fresh token after a 401): the body is in the copy;
-            // the head is built again with the token the call has now.
-            upstream.requestComplete = true
-            upstream.send(upstreamHead(call.head, token: token) + body)
-            upstream.beginExchange(method: call.head.method, sink: self)
-            return
-        }
-        if call.head.expectsContinue {
-            transport.write("HTTP/1.1 100 Continue\r\n\r\n")
-        }
-        let headBytes = upstreamHead(call.head, token: token)
-        // A small body that has fully arrived goes out with the head in one write, and a copy
-        // is kept so the request can be sent again if this connection was already dead.
-        if case .remaining(let n) = call.body, n <= 64 * 1024, transport.inputLength >= n {
+    /// For a refusal: whether the rest of the body can be dropped so the connection is kept.
+    private func skipRemainingBody() -> Bool {
+        guard let call else { return false }
+        if call.held != nil { return true }
+        return skipBody(call.body)
+    }
+
+    // MARK: Forwarding
+
+    private func sendRequest() {
+        guard let call, let token = call.token, let upstream = call.upstream else { return }
+        if exchange.call?.attempts == 1 { core.statistics.forwarded += 1 } else { core.statistics.upstreamRetries += 1 }
+        upstream.beginExchange(method: call.head.method, sink: self)
+        if call.held == nil, case .remaining(let n) = call.body, n <= 64 * 1024, transport.inputLength >= n {
+            // A small body that has fully arrived goes out with the head in one write, and a
+            // copy is kept so the request can be sent again if this connection was already dead.
             var body = [UInt8](repeating: 0, count: n)
             if n > 0 { body.withUnsafeMutableBytes { _ = evbuffer_remove(transport.input, $0.baseAddress, n) } }
             call.body = .remaining(0)
-            call.requestDone = true
-            call.replay = body
-            upstream.requestComplete = true
-            upstream.send(headBytes + body)
-        } else {
-            upstream.requestComplete = false
-            upstream.send(headBytes)
-            pumpRequestBody()
+            call.held = body
+            exchange.requestHeld()
         }
-        core.statistics.forwarded += 1
-        upstream.beginExchange(method: call.head.method, sink: self)
+        if let held = call.held {
+            upstream.send(upstreamHead(call.head, token: token, bodyLength: held.count) + held)
+            perform(exchange.requestSent())
+            return
+        }
+        guard case .remaining(let n) = call.body else { return }
+        if call.head.expectsContinue && !call.continueSent {
+            call.continueSent = true
+            transport.write("HTTP/1.1 100 Continue\r\n\r\n")
+        }
+        upstream.send(upstreamHead(call.head, token: token, bodyLength: n))
+        pumpRequestBody()
     }
 
-    /// Moves request body bytes from the client to the upstream, with backpressure.
+    /// Moves Content-Length request body bytes from the client to the upstream, with backpressure.
     private func pumpRequestBody() {
-        guard let call, let upstream = call.upstream, !call.requestDone else { return }
-        let available = transport.inputLength
-        switch call.body {
-        case .remaining(let n):
-            let take = min(n, available)
-            if take > 0 { upstream.send(from: transport.input, count: take) }
-            call.body = .remaining(n - take)
-            call.requestDone = n - take == 0
-        case .chunked(var scanner):
-            var consumed = 0
-            var finished = false
-            var failure: ProxyFailure?
-            forEachChain(of: transport.input) { chunk in
-                switch scanner.scan(chunk, onData: { _ in }) {
-                case .failure(let f): failure = f; return false
-                case .success(let r):
-                    consumed += r.consumed
-                    finished = r.finished
-                    return !r.finished && r.consumed == chunk.count
-                }
-            }
-            if let failure {
-                // The upstream already has part of this request: nothing sane can follow.
-                logger.debug("bad chunked request body", metadata: ["error": "\(failure.message)"])
-                close(reason: "malformed chunked body")
-                return
-            }
-            if consumed > 0 { upstream.send(from: transport.input, count: consumed) }
-            call.body = .chunked(scanner)
-            call.requestDone = finished
-        }
-        if call.requestDone {
-            upstream.requestComplete = true
+        guard exchange.phase == .forwarding || exchange.phase == .retrying, let call, let upstream = call.upstream,
+              exchange.call?.requestSent == false, case .remaining(let n) = call.body else { return }
+        let take = min(n, transport.inputLength)
+        if take > 0 { upstream.send(from: transport.input, count: take) }
+        call.body = .remaining(n - take)
+        if n - take == 0 {
             transport.enableReading()
-            maybeFinish()
+            perform(exchange.requestSent())
         } else if upstream.outputLength > core.limits.bufferHighWater {
             transport.disableReading() // resumed in connectionDrained
         } else {
@@ -338,9 +443,10 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         }
     }
 
-    /// The request head as it goes upstream: hop-by-hop fields dropped, Host set for the
-    /// upstream, the client's Authorization replaced by the entity's token.
-    private func upstreamHead(_ head: RequestHead, token: String) -> [UInt8] {
+    /// The request head as it goes upstream, written by the sidecar: the request line, its own
+    /// Host, the end-to-end fields (no hop-by-hop, framing, Host or Authorization field of the
+    /// client's is copied), the body's framing from its own parse, and the entity's token.
+    private func upstreamHead(_ head: RequestHead, token: String, bodyLength: Int) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256 + head.target.utf8.count + token.utf8.count + head.headers.fields.count * 48)
         out.append(contentsOf: head.method.utf8)
@@ -350,6 +456,9 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         out.append(contentsOf: core.upstreamOrigin.hostHeader.utf8)
         out.append(contentsOf: "\r\n".utf8)
         HopByHop.appendEndToEndFields(of: head.headers, dropping: HopByHop.dropFromRequest, to: &out)
+        if head.framing != .none || bodyLength > 0 {
+            out.append(contentsOf: "Content-Length: \(bodyLength)\r\n".utf8)
+        }
         out.append(contentsOf: "Authorization: Bearer ".utf8)
         out.append(contentsOf: token.utf8)
         out.append(contentsOf: "\r\n\r\n".utf8)
@@ -358,22 +467,21 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
 
     // MARK: ResponseSink
 
+    var requestFullySent: Bool { exchange.call?.requestSent ?? true }
+
     func responseHead(_ head: ResponseHead, from connection: HTTP1ClientConnection) {
-        guard let call, state == .forwarding else { return }
-        if head.status == 401 && call.attempts == 1 && call.replay != nil {
-            call.retryingAfter401 = true
-            return
-        }
-        call.status = head.status
+        guard let call, connection === call.upstream else { return }
+        guard exchange.responseHead(status: head.status) == [.relayResponse] else { return }
+        call.record.status = head.status
         let framing = head.framing(requestMethod: call.head.method)
         let clientIsHTTP10 = call.head.minorVersion == 0
-        var closeAfter = !call.keepAlive || draining
+        var closeAfter = !(exchange.call?.keepAlive ?? false)
         if framing == .untilClose { closeAfter = true }
         if framing == .chunked && clientIsHTTP10 {
             call.dechunker = ChunkedBodyScanner()
             closeAfter = true
         }
-        call.keepAlive = !closeAfter
+        if closeAfter { exchange.closeAfterAnswer() }
         core.statistics.upstreamStatus[head.status, default: 0] += 1
 
         var out: [UInt8] = []
@@ -384,7 +492,20 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         out.append(contentsOf: head.reason.utf8)
         out.append(contentsOf: "\r\n".utf8)
         HopByHop.appendEndToEndFields(of: head.headers, dropping: HopByHop.dropFromResponse, to: &out)
-        if framing == .chunked && !clientIsHTTP10 { out.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8) }
+        // The framing the sidecar relays, written by it: exactly one of them, or none.
+        switch framing {
+        case .contentLength(let n):
+            out.append(contentsOf: "Content-Length: \(n)\r\n".utf8)
+        case .chunked:
+            if !clientIsHTTP10 { out.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8) }
+        case .none:
+            // No body follows, but a HEAD or 304 answer's length describes the resource.
+            if case .contentLength(let n) = head.declaredFraming, head.status >= 200, head.status != 204 {
+                out.append(contentsOf: "Content-Length: \(n)\r\n".utf8)
+            }
+        case .untilClose:
+            break
+        }
         if closeAfter {
             out.append(contentsOf: "Connection: close\r\n".utf8)
         } else if clientIsHTTP10 {
@@ -401,7 +522,10 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     }
 
     func responseBody(_ buffer: OpaquePointer, count: Int, from connection: HTTP1ClientConnection) {
-        guard state == .forwarding, let call, !call.retryingAfter401 else { evbuffer_drain(buffer, count); return }
+        guard let call, connection === call.upstream, exchange.phase == .forwarding, exchange.call?.responseStarted == true else {
+            evbuffer_drain(buffer, count)
+            return
+        }
         if var dechunker = call.dechunker {
             var left = count
             forEachChain(of: buffer, limit: count) { chunk in
@@ -419,111 +543,68 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     }
 
     func responseEnded(from connection: HTTP1ClientConnection) {
-        guard state == .forwarding, let call else { return }
+        guard let call, connection === call.upstream else { return }
         call.upstream = nil
-        if call.retryingAfter401 {
-            retryWithFreshToken(call)
-            return
-        }
         uncork()
-        call.responseDone = true
-        maybeFinish()
+        perform(exchange.responseEnded())
     }
 
     func responseFailed(_ failure: ProxyFailure, headReceived: Bool, retryable: Bool) {
-        guard state == .forwarding, let call else { return }
+        guard let call, call.upstream != nil else { return }
         call.upstream = nil
-        if !headReceived, retryable, call.replay != nil, call.attempts < 2 {
-            core.statistics.upstreamRetries += 1
-            logger.debug("upstream connection was closed before answering; sending again")
-            state = .waitingForUpstream
-            acquireUpstream()
-            return
-        }
-        if headReceived {
-            uncork()
-            // Part of the answer is already with the client: cutting the connection is the only
-            // honest signal left.
-            close(reason: "upstream broke mid-answer: \(failure.message)")
-            return
-        }
-        refuse(failure, close: !call.requestDone)
+        if retryable { logger.debug("upstream connection was closed before answering") }
+        perform(exchange.responseFailed(failure, retryable: retryable))
     }
 
     func connectionDrained(_ connection: HTTP1ClientConnection) {
-        guard state == .forwarding, let call, !call.requestDone else { return }
+        guard let call, connection === call.upstream else { return }
         if connection.outputLength < core.limits.bufferHighWater { pumpRequestBody() }
-    }
-
-    /// Fleet Engine refused the token (revoked, rotated key): drop it from the cache, fetch
-    /// another and send the call once more. The first answer never reaches the client.
-    private func retryWithFreshToken(_ call: Call) {
-        if let old = call.token { core.cache.invalidate(call.key, token: old) }
-        call.token = nil
-        call.retryingAfter401 = false
-        state = .waitingForToken
-        logger.debug("Fleet Engine answered 401; retrying once with a fresh token", metadata: ["entity_type": "\(call.key.type.rawValue)"])
-        core.cache.token(for: call.key) { [self] result in
-            guard state == .waitingForToken, let current = self.call, current === call else { return }
-            switch result {
-            case .failure(let failure):
-                refuse(failure, close: false)
-            case .success(let token):
-                call.token = token
-                state = .waitingForUpstream
-                acquireUpstream()
-            }
-        }
     }
 
     // MARK: Ending calls
 
-    private func maybeFinish() {
-        guard let call, call.requestDone, call.responseDone else { return }
-        logAccess(call, status: call.status)
-        core.metrics.callFinished(protocol: "http1", code: call.status, seconds: core.clock.monotonicNow - call.started)
+    /// Lets go of what the call holds: its place in the pool's queue, a borrowed upstream
+    /// connection (discarded when the exchange on it is unfinished), its budget.
+    private func endCall(discardUpstream reason: String?) {
+        guard let call else { return }
         self.call = nil
-        if call.keepAlive && !draining {
-            state = .readingHead
-            // A pipelined request may already be waiting.
-            if transport.inputLength > 0 { core.loop.schedule(after: 0) { [weak self] in self?.readRequests() } }
-        } else {
-            finishAndClose()
+        call.ticket?.cancel()
+        if let upstream = call.upstream, let reason { core.upstream.discard(upstream, reason: reason) }
+        core.bufferBudget.release(call.reserved)
+    }
+
+    private func finishCall(keepAlive: Bool) {
+        if let call {
+            call.record.finish(core: core, logger: logger)
+            endCall(discardUpstream: nil)
         }
+        keepAlive ? readNextRequest() : finishAndClose()
     }
 
     /// Answers a call the sidecar refuses itself (SPEC §5) and either keeps the connection
     /// for the next request or closes it once the answer is written.
-    private func refuse(_ failure: ProxyFailure, close: Bool, head: RequestHead? = nil) {
-        let keep = !close && (head?.keepAlive ?? call?.head.keepAlive ?? false) && !draining
+    private func answerRefusal(_ failure: ProxyFailure, keepAlive: Bool) {
         core.statistics.refusedByStatus[failure.httpStatus, default: 0] += 1
-        let now = core.clock.monotonicNow
-        core.metrics.callFinished(protocol: "http1", code: failure.httpStatus, seconds: now - (call?.started ?? now))
-        core.accessLogger?.info("call", metadata: [
-            "method": "\(head?.method ?? call?.head.method ?? "-")", "route": "\(routeLabel(head ?? call?.head))",
-            "entity_type": "\(call?.key.type.rawValue ?? "-")", "status": "\(failure.httpStatus)",
-            "ms": "\(Int((now - (call?.started ?? now)) * 1000))", "cache": "\(call?.cacheOutcome ?? "-")",
-        ])
-        transport.write(ErrorResponse.http1(failure, close: !keep))
-        let method = head?.method ?? call?.head.method ?? "-"
-        logger.debug("refused", metadata: [
-            "method": "\(method)", "status": "\(failure.httpStatus)",
-            "entity_type": "\(call?.key.type.rawValue ?? "-")", "reason": "\(failure.message)",
-        ])
-        if let upstream = call?.upstream { core.upstream.discard(upstream, reason: "call refused") }
-        call = nil
-        if keep {
-            state = .readingHead
-            if transport.inputLength > 0 { core.loop.schedule(after: 0) { [weak self] in self?.readRequests() } }
-        } else {
-            finishAndClose()
-        }
+        var record = call?.record ?? refusedRecord ?? CallRecord(protocolName: "http1", started: core.clock.monotonicNow)
+        refusedRecord = nil
+        record.status = failure.httpStatus
+        record.refusal = failure.message
+        record.finish(core: core, logger: logger)
+        endCall(discardUpstream: "call refused")
+        transport.write(ErrorResponse.http1(failure, close: !keepAlive))
+        keepAlive ? readNextRequest() : finishAndClose()
+    }
+
+    /// Back to reading heads: the next head's deadline starts now; a pipelined request may
+    /// already be waiting.
+    private func readNextRequest() {
+        perform(exchange.readingNextHead(now: core.clock.monotonicNow))
+        if transport.inputLength > 0 { core.loop.schedule(after: 0) { [weak self] in self?.readRequests() } }
     }
 
     private func finishAndClose() {
-        state = .closingAfterFlush
         transport.disableReading()
-        if transport.outputLength == 0 { close(reason: "answered, not keep-alive") }
+        if transport.outputLength == 0 { perform(exchange.outputFlushed()) }
     }
 
     /// Three ASCII digits (statuses are 100–999).
@@ -531,24 +612,5 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         out.append(UInt8(48 + status / 100 % 10))
         out.append(UInt8(48 + status / 10 % 10))
         out.append(UInt8(48 + status % 10))
-    }
-
-    /// The path without its query, for the access log (queries may carry ids in bulk).
-    private func routeLabel(_ head: RequestHead?) -> Substring {
-        guard let head else { return "-" }
-        return head.target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0].prefix(128)
-    }
-
-    private func logAccess(_ call: Call, status: Int) {
-        core.accessLogger?.info("call", metadata: [
-            "method": "\(call.head.method)", "route": "\(routeLabel(call.head))", "entity_type": "\(call.key.type.rawValue)",
-            "status": "\(status)", "ms": "\(Int((core.clock.monotonicNow - call.started) * 1000))", "cache": "\(call.cacheOutcome)",
-        ])
-        guard logger.logLevel <= .debug else { return }
-        let ms = (core.clock.monotonicNow - call.started) * 1000
-        logger.debug("call", metadata: [
-            "method": "\(call.head.method)", "entity_type": "\(call.key.type.rawValue)",
-            "status": "\(status)", "ms": "\(Int(ms))", "cache": "\(call.cacheOutcome)",
-        ])
     }
 }

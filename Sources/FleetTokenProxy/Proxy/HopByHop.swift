@@ -1,5 +1,9 @@
 /// Header fields that describe one connection, not the message, and so are never relayed
 /// (RFC 9110 §7.6.1), plus the ones the sidecar sets itself.
+///
+/// Framing (`Content-Length`, `Transfer-Encoding`, `Trailer`), `Host` and `Authorization` are
+/// never copied over HTTP/1.1: the sidecar writes them from its own parse of the message, so
+/// no field, and no `Connection` list naming them, can remove or duplicate them (SPEC §7).
 enum HopByHop {
     /// True for fields dropped from a request before it goes upstream.
     static func dropFromRequest(_ name: String) -> Bool {
@@ -7,10 +11,12 @@ enum HopByHop {
         case 2: return name.asciiCaseInsensitiveEquals("te")
         case 4: return name.asciiCaseInsensitiveEquals("host")
         case 6: return name.asciiCaseInsensitiveEquals("expect")
-        case 7: return name.asciiCaseInsensitiveEquals("upgrade")
+        case 7: return name.asciiCaseInsensitiveEquals("upgrade") || name.asciiCaseInsensitiveEquals("trailer")
         case 10: return name.asciiCaseInsensitiveEquals("connection") || name.asciiCaseInsensitiveEquals("keep-alive")
         case 13: return name.asciiCaseInsensitiveEquals("authorization")
+        case 14: return name.asciiCaseInsensitiveEquals("content-length")
         case 16: return name.asciiCaseInsensitiveEquals("proxy-connection")
+        case 17: return name.asciiCaseInsensitiveEquals("transfer-encoding")
         case 19: return name.asciiCaseInsensitiveEquals("proxy-authorization")
         default: return false
         }
@@ -21,7 +27,22 @@ enum HopByHop {
         switch name.utf8.count {
         case 7: return name.asciiCaseInsensitiveEquals("upgrade")
         case 10: return name.asciiCaseInsensitiveEquals("connection") || name.asciiCaseInsensitiveEquals("keep-alive")
+        case 14: return name.asciiCaseInsensitiveEquals("content-length")
         case 16: return name.asciiCaseInsensitiveEquals("proxy-connection")
+        case 17: return name.asciiCaseInsensitiveEquals("transfer-encoding")
+        default: return false
+        }
+    }
+
+    /// Fields a `Connection` list may never remove: the ones that frame the message or say
+    /// where and as whom it goes. The sidecar writes them itself; a client naming them in
+    /// `Connection` must not make them disappear (request smuggling, SPEC §7).
+    static func isProtected(_ name: Substring) -> Bool {
+        switch name.utf8.count {
+        case 4: return name.asciiCaseInsensitiveEquals("host")
+        case 7: return name.asciiCaseInsensitiveEquals("trailer")
+        case 13: return name.asciiCaseInsensitiveEquals("authorization")
+        case 14: return name.asciiCaseInsensitiveEquals("content-length")
         case 17: return name.asciiCaseInsensitiveEquals("transfer-encoding")
         default: return false
         }
@@ -60,7 +81,8 @@ enum HopByHop {
         }
     }
 
-    /// The extra field names a `Connection` header lists as hop-by-hop.
+    /// The extra field names a `Connection` header lists as hop-by-hop, without the protected
+    /// ones (`isProtected`).
     static func connectionTokens(_ headers: HTTPHeaders) -> [Substring] {
         var tokens: [Substring] = []
         let values = headers.values("connection")
@@ -71,7 +93,7 @@ enum HopByHop {
         for value in values {
             for part in value.split(separator: ",") {
                 let t = part.trimmingSpaces
-                if !t.isEmpty { tokens.append(t) }
+                if !t.isEmpty && !isProtected(t) { tokens.append(t) }
             }
         }
         return tokens

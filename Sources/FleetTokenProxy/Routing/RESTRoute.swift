@@ -154,8 +154,9 @@ public enum RESTRoute {
     enum Outcome: Sendable {
         /// The `{id}` path segment names an entity of this type.
         case pathID(EntityType)
-        /// A create call: the new entity's id is in this query parameter.
-        case queryID(EntityType, parameter: StaticString)
+        /// A create call: the new entity's id is in this query parameter, which Google's REST
+        /// transcoding also accepts in snake_case (`alias`): both name the same field.
+        case queryID(EntityType, parameter: StaticString, alias: StaticString)
         /// No single entity: the fleet token. A path `{id}`, if any, is still validated.
         case fleet
     }
@@ -182,21 +183,21 @@ public enum RESTRoute {
         Rule(.vehicles, id: true, [.get, .put, .delete], .pathID(.vehicle)),
         Rule(.vehicles, id: true, verb: .updateAttributes, [.post, .put], .pathID(.vehicle)),
         Rule(.vehicles, id: true, verb: .updateLocation, [.post, .put], .pathID(.vehicle)),
-        Rule(.vehicles, id: false, .post, .queryID(.vehicle, parameter: "vehicleId")),
+        Rule(.vehicles, id: false, .post, .queryID(.vehicle, parameter: "vehicleId", alias: "vehicle_id")),
         Rule(.vehicles, id: false, .get, .fleet),
         Rule(.vehicles, id: false, verb: .search, .post, .fleet),
 
         Rule(.trips, id: true, [.get, .put, .delete], .pathID(.trip)),
-        Rule(.trips, id: false, .post, .queryID(.trip, parameter: "tripId")),
+        Rule(.trips, id: false, .post, .queryID(.trip, parameter: "tripId", alias: "trip_id")),
         Rule(.trips, id: false, .get, .fleet),
         Rule(.trips, id: false, verb: .search, .post, .fleet),
 
         Rule(.deliveryVehicles, id: true, [.get, .patch, .delete], .pathID(.deliveryVehicle)),
-        Rule(.deliveryVehicles, id: false, .post, .queryID(.deliveryVehicle, parameter: "deliveryVehicleId")),
+        Rule(.deliveryVehicles, id: false, .post, .queryID(.deliveryVehicle, parameter: "deliveryVehicleId", alias: "delivery_vehicle_id")),
         Rule(.deliveryVehicles, id: false, .get, .fleet),
 
         Rule(.tasks, id: true, [.get, .patch, .delete], .pathID(.task)),
-        Rule(.tasks, id: false, .post, .queryID(.task, parameter: "taskId")),
+        Rule(.tasks, id: false, .post, .queryID(.task, parameter: "taskId", alias: "task_id")),
         Rule(.tasks, id: false, .get, .fleet),
         Rule(.tasks, id: false, verb: .batchCreate, .post, .fleet),
 
@@ -210,6 +211,11 @@ public enum RESTRoute {
     private static func entity(
         for rule: Rule, providerRaw: Bytes, idRaw: Bytes?, query: Bytes?
     ) -> Result<EntityKey, ProxyFailure> {
+        // Credentials come only from the sidecar (SPEC §7): a client's own would reach Fleet
+        // Engine next to, or instead of, the entity's token.
+        if let name = credentialParameter(in: query) {
+            return .failure(.invalidEntity("the \(quoted(name)) query parameter is a credential; only the sidecar supplies credentials"))
+        }
         let provider: String
         switch validID(providerRaw, noun: "provider id", plusAsSpace: false) {
         case .success(let p): provider = p
@@ -233,14 +239,14 @@ public enum RESTRoute {
         case .fleet:
             return .success(.fleet(provider: provider))
 
-        case .queryID(let type, let parameter):
+        case .queryID(let type, let parameter, let alias):
             let noun = rule.resource.idNoun
-            switch queryValue(named: parameter, in: query) {
+            switch queryValue(named: parameter, alias: alias, in: query) {
             case .missing:
                 return .failure(.invalidEntity(
                     "\(noun) is missing: POST \(rule.resource.name) needs the \(parameter) query parameter"))
             case .repeated:
-                return .failure(.invalidEntity("\(noun) is ambiguous: the \(parameter) query parameter appears more than once"))
+                return .failure(.invalidEntity("\(noun) is ambiguous: the \(parameter) query parameter (or \(alias)) appears more than once"))
             case .found(let raw):
                 return validID(raw, noun: noun, plusAsSpace: true).map {
                     EntityKey(provider: provider, type: type, id: $0)
@@ -279,23 +285,77 @@ public enum RESTRoute {
         case found(Bytes)
     }
 
-    /// The raw (still encoded) value of the query parameter `name`. Parameter names are
-    /// compared after decoding, as the server will decode them.
-    static func queryValue(named name: StaticString, in query: Bytes?) -> QueryLookup {
-        guard var rest = query else { return .missing }
+    /// The raw (still encoded) value of the query parameter `name` or its `alias` (the same
+    /// field to the server). Parameter names are compared after decoding, as the server will
+    /// decode them; either name given twice, or both given, is `.repeated`.
+    static func queryValue(named name: StaticString, alias: StaticString, in query: Bytes?) -> QueryLookup {
         var result = QueryLookup.missing
+        forEachParameter(in: query) { key, value in
+            guard matchDecoded(key, among: [name, alias], by: { $0 }, plusAsSpace: true) != nil else { return true }
+            if case .found = result {
+                result = .repeated
+                return false
+            }
+            result = .found(value)
+            return true
+        }
+        return result
+    }
+
+    /// The first query parameter that carries a client credential (`access_token`, `key`,
+    /// compared after decoding and in any case), as sent; nil when there is none.
+    static func credentialParameter(in query: Bytes?) -> Bytes? {
+        var found: Bytes?
+        forEachParameter(in: query) { key, _ in
+            var decoded = ""
+            if key.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) {
+                decoded = PercentDecoding.decode(utf8: UnsafeBufferPointer(rebasing: key), plusAsSpace: true) ?? ""
+            } else if key.count <= 12 {
+                decoded = String(decoding: UnsafeBufferPointer(rebasing: key), as: UTF8.self)
+            }
+            if decoded.asciiCaseInsensitiveEquals("access_token") || decoded.asciiCaseInsensitiveEquals("key") {
+                found = key
+                return false
+            }
+            return true
+        }
+        return found
+    }
+
+    /// Calls `body` with each `key=value` pair's raw key and raw value (empty when there is no
+    /// `=`) until it returns false.
+    private static func forEachParameter(in query: Bytes?, _ body: (_ key: Bytes, _ value: Bytes) -> Bool) {
+        guard var rest = query else { return }
         while true {
             let amp = rest.firstIndex(of: UInt8(ascii: "&")) ?? rest.endIndex
             let pair = rest[..<amp]
             let eq = pair.firstIndex(of: UInt8(ascii: "=")) ?? pair.endIndex
-            let key = pair[..<eq]
-            if matchDecoded(key, among: CollectionOfOne(name), by: { $0 }, plusAsSpace: true) != nil {
-                if case .found = result { return .repeated }
-                result = .found(eq < pair.endIndex ? pair[(eq + 1)...] : pair[eq...])
-            }
-            guard amp < rest.endIndex else { return result }
+            guard body(pair[..<eq], eq < pair.endIndex ? pair[(eq + 1)...] : pair[eq...]) else { return }
+            guard amp < rest.endIndex else { return }
             rest = rest[(amp + 1)...]
         }
+    }
+
+    /// Request header fields that would make Fleet Engine's front end run another method than
+    /// the one the route (and so the entity and token) was chosen from.
+    public static func isMethodOverride(_ name: String) -> Bool {
+        name.asciiCaseInsensitiveEquals("x-http-method-override") || name.asciiCaseInsensitiveEquals("x-http-method")
+            || name.asciiCaseInsensitiveEquals("x-method-override")
+    }
+
+    /// The refusal (400) for a call whose header fields must never reach Fleet Engine: a method
+    /// override, or a client credential (`X-Goog-Api-Key`; `Authorization` is replaced, not
+    /// refused). Nil when the fields are acceptable.
+    public static func headerRefusal(_ headers: HTTPHeaders) -> ProxyFailure? {
+        for field in headers.fields {
+            if isMethodOverride(field.name) {
+                return .invalidEntity("the \(field.name) header is not accepted: the call runs the method it was sent with")
+            }
+            if field.name.asciiCaseInsensitiveEquals("x-goog-api-key") {
+                return .invalidEntity("the \(field.name) header is a credential; only the sidecar supplies credentials")
+            }
+        }
+        return nil
     }
 
     // MARK: - Path helpers

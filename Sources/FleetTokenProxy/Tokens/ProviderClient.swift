@@ -53,7 +53,7 @@ final class ProviderClient: TokenFetcher {
         exchange.timer = loop.schedule(after: timeout) { [weak exchange] in
             exchange?.timedOut()
         }
-        pool.acquire { [weak exchange] result in
+        exchange.ticket = pool.acquire { [weak exchange] result in
             guard let exchange, !exchange.finished else {
                 // The fetch already timed out while waiting for a connection.
                 if case .success(let c) = result { self.pool.release(c, reusable: true) }
@@ -65,7 +65,6 @@ final class ProviderClient: TokenFetcher {
             case .success(let connection):
                 exchange.connection = connection
                 connection.send(self.requestBytes(for: key))
-                connection.requestComplete = true
                 connection.beginExchange(method: "GET", sink: exchange)
             }
         }
@@ -111,6 +110,8 @@ private final class ProviderExchange: ResponseSink {
     unowned let client: ProviderClient
     private var completion: ((Result<FetchedToken, ProxyFailure>) -> Void)?
     var timer: ScheduledWork?
+    /// The fetch's place in the pool's queue, cancelled when the fetch ends (timeout).
+    var ticket: PoolTicket?
     var connection: HTTP1ClientConnection?
     private var status = 0
     private var body: [UInt8] = []
@@ -129,6 +130,8 @@ private final class ProviderExchange: ResponseSink {
         self.completion = nil
         timer?.cancel()
         timer = nil
+        ticket?.cancel()
+        ticket = nil
         client.finished(self)
         completion(result)
     }
