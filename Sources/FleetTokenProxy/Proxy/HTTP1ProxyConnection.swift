@@ -272,7 +272,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         case .chunked: hold = core.limits.bufferHighWater
         }
         guard core.bufferBudget.reserve(hold) else {
-            refuseBeforeCall(.providerUnavailable("the sidecar holds too many request bytes; try again"), bodyKnown: false)
+            refuseBeforeCall(.overloaded("the sidecar holds too many request bytes; try again"), bodyKnown: false)
             return
         }
         call.reserved = hold
@@ -329,7 +329,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
             if core.bufferBudget.reserve(more) {
                 call.reserved += more
             } else {
-                failure = .providerUnavailable("the sidecar holds too many request bytes; try again")
+                failure = .overloaded("the sidecar holds too many request bytes; try again")
             }
         }
         if let failure {

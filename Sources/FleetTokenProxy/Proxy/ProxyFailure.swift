@@ -17,6 +17,10 @@ public enum ProxyFailure: Error, Sendable, Equatable {
     case requestTooLarge(String)
     /// The request is not well-formed HTTP.
     case malformedRequest(String)
+    /// A bound on what the sidecar holds (the process-wide buffer budget, a connection's or a
+    /// stream's share of it) is reached: the call is refused rather than let memory grow
+    /// (SPEC §7). The client may try again later.
+    case overloaded(String)
 
     /// HTTP status for REST clients.
     public var httpStatus: Int {
@@ -29,6 +33,7 @@ public enum ProxyFailure: Error, Sendable, Equatable {
         case .upstreamUnavailable: return 502
         case .requestTooLarge: return 413
         case .malformedRequest: return 400
+        case .overloaded: return 503
         }
     }
 
@@ -41,6 +46,7 @@ public enum ProxyFailure: Error, Sendable, Equatable {
         case .providerUnavailable, .providerAnswerUnusable, .upstreamUnavailable: return 14
         case .requestTooLarge: return 8
         case .malformedRequest: return 3
+        case .overloaded: return 8
         }
     }
 
@@ -53,6 +59,7 @@ public enum ProxyFailure: Error, Sendable, Equatable {
         case .providerUnavailable, .providerAnswerUnusable, .upstreamUnavailable: return "UNAVAILABLE"
         case .requestTooLarge: return "RESOURCE_EXHAUSTED"
         case .malformedRequest: return "INVALID_ARGUMENT"
+        case .overloaded: return "UNAVAILABLE"
         }
     }
 
@@ -60,7 +67,7 @@ public enum ProxyFailure: Error, Sendable, Equatable {
         switch self {
         case .notFleetEngineCall(let m), .invalidEntity(let m), .providerRefused(let m),
              .providerUnavailable(let m), .providerAnswerUnusable(let m), .upstreamUnavailable(let m),
-             .requestTooLarge(let m), .malformedRequest(let m):
+             .requestTooLarge(let m), .malformedRequest(let m), .overloaded(let m):
             return m
         }
     }
