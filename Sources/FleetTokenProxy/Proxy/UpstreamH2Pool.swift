@@ -43,12 +43,14 @@ final class UpstreamH2Pool {
             case .success(let bev):
                 nextID += 1
                 let connection = UpstreamH2Connection(bev: bev, pool: self, origin: origin, isTLS: tls != nil, loop: loop, id: nextID)
+                logger.debug("upstream HTTP/2 connection opened", metadata: ["origin": "\(origin)", "connections": "\(connections.count + 1)"])
                 connections.append(connection)
                 connection.start(call)
             }
             return
         }
         waiting.push(call)
+        logger.debug("upstream HTTP/2 connections full; call queued", metadata: ["origin": "\(origin)", "queued": "\(waiting.count)"])
     }
 
     /// A connection's streams changed: hand it waiting calls if it has room now.
