@@ -51,6 +51,9 @@ final class H2Call {
     /// bytes as the client takes them, even after its stream has closed.
     weak var creditTo: UpstreamH2Connection?
     var upstreamStream: Int32 = -1
+    /// Times the call was handed to an upstream connection (a stream refused or a connection
+    /// lost before any byte left is tried again, up to three times).
+    var upstreamStarts = 0
     /// The upstream stream's body provider is waiting for request bytes.
     var upstreamDeferred = false
     /// A copy of the request bytes sent upstream, kept (up to `replayLimit`) so the call can be

@@ -50,6 +50,7 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
     /// Sends `call` on this connection now, or once it is ready.
     func start(_ call: H2Call) {
         call.upstream = self
+        call.upstreamStarts += 1
         guard state == .ready, let session else {
             pending.append(call)
             return
@@ -233,7 +234,7 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
         if call.state.responseEnded && errorCode == 0 { return }
         // Refused before the upstream did anything with it, and nothing of its body has left:
         // safe to send again on another connection.
-        if errorCode == UInt32(NGHTTP2_REFUSED_STREAM.rawValue) && call.requestBytesSent == 0 && call.state.attempts < 3 && !call.state.isFinished {
+        if errorCode == UInt32(NGHTTP2_REFUSED_STREAM.rawValue) && call.requestBytesSent == 0 && call.upstreamStarts < 3 && !call.state.isFinished {
             call.upstreamStream = -1
             pool.start(call)
             return
@@ -290,7 +291,7 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
         transport.close()
         for call in open {
             call.upstream = nil
-            if call.state.phase == .forwarding && call.requestBytesSent == 0 && call.state.attempts < 3 {
+            if call.state.phase == .forwarding && call.requestBytesSent == 0 && call.upstreamStarts < 3 {
                 call.upstreamStream = -1
                 pool.start(call) // never reached the upstream: try another connection
             } else {
