@@ -404,6 +404,42 @@ def test_sigterm_with_many_calls_queued_upstream_exits_cleanly(sidecar_factory, 
     assert status == 0, f"exit status {status}:\n{sidecar.log_tail()}"
 
 
+def test_queued_calls_of_a_closed_client_are_dropped_when_the_upstream_breaks(sidecar_factory, crowded_fleet_engine, new_id):
+    """Calls of a client connection that has closed still wait in the upstream pool; when the
+    upstream connections break, the pool dials again for them or fails them: neither may touch
+    the freed client connection."""
+    sidecar = sidecar_factory(upstream=f"http://{crowded_fleet_engine.address}")
+    serialize, deserialize = fe.GetVehicleRequest.serialize, fe.Vehicle.deserialize
+    with grpc.insecure_channel(sidecar.address) as first:
+        stub = first.unary_unary(GET_VEHICLE, request_serializer=serialize, response_deserializer=deserialize)
+
+        def slow_call(stub):
+            name = Entity(PROVIDER_ID, VEHICLE, new_id("slow-")).resource_name()
+            return stub.future(fe.GetVehicleRequest(name=name), timeout=10)
+
+        futures = [slow_call(stub) for _ in range(4)]
+        for _ in range(3):
+            time.sleep(0.4)
+            futures += [slow_call(stub) for _ in range(2)]
+        time.sleep(0.4)
+        # Its own TCP connection (grpc shares subchannels between channels by default).
+        second = grpc.insecure_channel(sidecar.address, options=[("grpc.use_local_subchannel_pool", 1)])
+        queued = [slow_call(second.unary_unary(GET_VEHICLE, request_serializer=serialize, response_deserializer=deserialize))
+                  for _ in range(10)]
+        time.sleep(0.5)  # queued in the pool
+        second.close()  # that client connection closes; its calls stay queued
+        time.sleep(0.3)
+        crowded_fleet_engine.stop()  # every upstream connection breaks
+        for future in futures + queued:
+            try:
+                future.result()
+            except grpc.RpcError:
+                pass
+        time.sleep(0.5)
+    assert sidecar.running, f"the sidecar died (status {sidecar.process.returncode}):\n{sidecar.log_tail()}"
+    assert sidecar.stop() == 0
+
+
 def _rest_get(sidecar, entity: Entity) -> None:
     with urllib.request.urlopen(f"http://{sidecar.address}/v1/{entity.resource_name()}", timeout=10) as response:
         response.read()
