@@ -180,6 +180,28 @@ def test_unrouted_stream_holds_at_most_its_first_message(sidecar, fleet_engine, 
     assert_serves(sidecar, new_id)
 
 
+def test_unrouted_streams_of_a_connection_share_one_bound(sidecar, fleet_engine, new_id):
+    """Three streams each announce a 4 MB first message and send 3.9 MB of it: the connection's
+    bound (8 MiB of unrouted request bytes) refuses the third with RESOURCE_EXHAUSTED."""
+    before = rss_bytes(sidecar.process.pid)
+    connection = h2_raw.H2Connection(sidecar.address)
+    outcomes = []
+    try:
+        block = b"".join(h2_raw.hpack_literal(n, v) for n, v in connection.grpc_headers(GET_VEHICLE))
+        for stream_id in (1, 3, 5):
+            connection.send(h2_raw.frame(h2_raw.HEADERS, h2_raw.END_HEADERS, stream_id, block))
+            body = b"\0" + struct.pack(">I", 4_000_000) + b"\0" * 3_900_000
+            outcomes.append(send_windowed(connection, stream_id, 0, body=body, stall=0.5))
+        status = grpc_status(connection, 5, timeout=2)
+        grown = rss_bytes(sidecar.process.pid) - before
+    finally:
+        connection.close()
+    assert [reset for _, reset in outcomes[:2]] == [False, False], outcomes
+    assert status == 8 or outcomes[2][1], f"the third stream was not refused: {outcomes[2]}, status {status}"
+    assert grown < 40 * MIB, f"sidecar RSS grew by {grown >> 20} MiB"
+    assert_serves(sidecar, new_id)
+
+
 def test_body_waiting_for_a_token_is_not_credited(sidecar, provider, fleet_engine, new_id):
     """While the token is being fetched the client may fill the stream's window, not more."""
     provider.delay = 2
