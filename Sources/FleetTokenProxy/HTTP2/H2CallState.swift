@@ -5,21 +5,24 @@
 ///
 /// | phase           | event                                   | next phase      | actions                                   |
 /// |-----------------|-----------------------------------------|-----------------|-------------------------------------------|
-/// | receivingHead   | headBlockEnded                          | routing         | route (arm deadline if any)               |
-/// | routing         | data / dataEnded / trailers             | routing         | route (the shell reads the first message) |
-/// | routing         | routed                                  | awaitingToken   | fetchToken                                |
+/// | receivingHead   | headBlockEnded                          | routing         | armTimer (head / grpc-timeout), route     |
+/// | routing         | data                                    | routing         | buffer, route                             |
+/// | routing         | dataEnded / trailers                    | routing         | route (request ended: decide now)         |
+/// | routing         | routed                                  | awaitingToken   | armTimer (grpc-timeout) or cancelTimer, fetchToken |
+/// | awaitingToken   | data                                    | awaitingToken   | buffer (no stream credit)                 |
 /// | awaitingToken   | tokenArrived                            | forwarding      | cancelTimer, startUpstream                |
-/// | forwarding      | upstreamHead (401/16, first try, replayable) | retrying   | retryWithFreshToken                       |
-/// | retrying        | tokenArrived                            | forwarding      | startUpstream                             |
+/// | forwarding      | upstreamHead (retryable, first attempt) | retrying        | retryWithFreshToken, fetchToken           |
+/// | retrying        | tokenArrived                            | forwarding      | cancelTimer, startUpstream                |
 /// | forwarding      | upstreamHead                            | relaying        | relayHead                                 |
-/// | relaying        | upstreamEnded                           | relaying        | relayProgress                             |
-/// | relaying        | upstreamFailed                          | closed          | resetClient                               |
-/// | before relaying | refused / tokenFailed / upstreamFailed  | answeredLocally | cancelTimer, cancelUpstream, releaseBuffers, answer |
+/// | forwarding, relaying | data / dataEnded / trailers        | same            | (buffer,) resumeUpstreamBody              |
+/// | relaying        | upstreamEnded (once)                    | relaying        | relayProgress                             |
+/// | relaying        | upstreamFailed                          | closed          | resetClient(INTERNAL_ERROR)               |
+/// | before relaying | refused / tokenFailed / upstreamFailed  | answeredLocally | cancelTimer, (cancelUpstream,) releaseBuffers, answer |
+/// | receivingHead, routing | tick past the head deadline      | answeredLocally | … answer(headTimeout)                     |
+/// | before forwarding | tick past the grpc-timeout deadline   | answeredLocally | … answer(deadline)                        |
 /// | answeredLocally | answerSent, request still open          | answeredLocally | resetClient(NO_ERROR)                     |
-/// | receivingHead, routing | tick past the head deadline      | answeredLocally | answer(headTimeout)                       |
-/// | before forwarding | tick past the grpc-timeout deadline   | answeredLocally | answer(deadline)                          |
 /// | answeredLocally, closed | data                            | same            | discard (no stream credit back)           |
-/// | any             | streamClosed (once)                     | closed          | cancelTimer, cancelUpstream, releaseBuffers, finish |
+/// | any             | streamClosed (once)                     | closed          | cancelTimer, (cancelUpstream,) releaseBuffers, finish |
 ///
 /// Anything else is illegal for its phase and returns no action (a late token for a call that
 /// was answered, an upstream head after the client left, a second streamClosed).

@@ -420,7 +420,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     /// Gets the entity's token; its arrival moves the call on (unless the call ended meanwhile).
     private func fetchToken(_ call: H2Call) {
         guard let key = call.key else { return }
-        var answeredAtOnce = true
+        // Answered before `token(for:)` returns: a cache hit, and the caller flushes.
         var returned = false
         core.cache.token(for: key) { [weak self, weak call] result in
             guard let self, let call else { return }
@@ -432,10 +432,9 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
                 call.token = token
                 apply(call.state.handle(.tokenArrived), to: call)
             }
-            if !answeredAtOnce { flushSoon() }
+            if returned { flushSoon() }
         }
         returned = true
-        answeredAtOnce = false
     }
 
     // MARK: Answers from the upstream (called by UpstreamH2Connection)
