@@ -181,16 +181,39 @@ final class H2CallStateTests: XCTestCase {
                        "the second UNAUTHENTICATED goes to the client")
     }
 
-    func testDataWhileForwardingResumesTheUpstreamBody() {
+    func testDataWhileForwardingIsBufferedAndResumesAStalledUpstreamBodyOnce() {
         var state = call(in: .forwarding)
+        XCTAssertEqual(state.handle(.data), [.buffer], "the body provider is not waiting")
+        XCTAssertEqual(state.handle(.upstreamBodyStalled), [])
+        XCTAssertTrue(state.upstreamBodyStalled)
         XCTAssertEqual(state.handle(.data), [.buffer, .resumeUpstreamBody])
+        XCTAssertFalse(state.upstreamBodyStalled)
+        XCTAssertEqual(state.handle(.data), [.buffer])
+        _ = state.handle(.upstreamBodyStalled)
         XCTAssertEqual(state.handle(.dataEnded), [.resumeUpstreamBody])
     }
 
     func testClientTrailersWhileForwardingEndTheBodyAndAreNotForwarded() {
         var state = call(in: .forwarding)
+        _ = state.handle(.upstreamBodyStalled)
         XCTAssertEqual(state.handle(.headBlockEnded(endStream: true)), [.resumeUpstreamBody])
         XCTAssertTrue(state.requestEnded)
+    }
+
+    func testUpstreamBodyStalledIsOnlyHeardWhileForwardingOrRelaying() {
+        for start: Start in [.routing, .awaitingToken, .retrying, .answeredLocally, .closed] {
+            var state = call(in: start)
+            XCTAssertEqual(state.handle(.upstreamBodyStalled), [])
+            XCTAssertFalse(state.upstreamBodyStalled, "\(start)")
+        }
+    }
+
+    func testARetryStartsWithTheUpstreamBodyNotStalled() {
+        var state = call(in: .forwarding)
+        _ = state.handle(.upstreamBodyStalled)
+        _ = state.handle(.upstreamHead(endStream: true, retryable: true))
+        _ = state.handle(.tokenArrived)
+        XCTAssertFalse(state.upstreamBodyStalled)
     }
 
     func testUpstreamFailureBeforeTheHeadAnswersLocally() {
@@ -212,11 +235,29 @@ final class H2CallStateTests: XCTestCase {
 
     // MARK: relaying
 
-    func testUpstreamEndIsRelayedOnce() {
+    func testUpstreamEndResumesAStalledClientBodyOnce() {
         var state = call(in: .relaying)
-        XCTAssertEqual(state.handle(.upstreamEnded), [.relayProgress])
+        XCTAssertEqual(state.handle(.clientBodyStalled), [])
+        XCTAssertEqual(state.handle(.upstreamEnded), [.resumeClientBody])
         XCTAssertTrue(state.responseEnded)
         XCTAssertEqual(state.handle(.upstreamEnded), [])
+    }
+
+    func testResponseBytesResumeAStalledClientBodyOnly() {
+        var state = call(in: .relaying)
+        XCTAssertEqual(state.handle(.responseBytes), [], "the body provider is not waiting")
+        _ = state.handle(.clientBodyStalled)
+        XCTAssertTrue(state.clientBodyStalled)
+        XCTAssertEqual(state.handle(.responseBytes), [.resumeClientBody])
+        XCTAssertFalse(state.clientBodyStalled)
+        XCTAssertEqual(state.handle(.responseBytes), [])
+    }
+
+    func testResponseBytesBeforeRelayingAreIllegal() {
+        var state = call(in: .forwarding)
+        XCTAssertEqual(state.handle(.clientBodyStalled), [])
+        XCTAssertEqual(state.handle(.responseBytes), [])
+        XCTAssertFalse(state.clientBodyStalled)
     }
 
     func testUpstreamFailureAfterTheHeadResetsTheClient() {

@@ -54,8 +54,6 @@ final class H2Call {
     /// Times the call was handed to an upstream connection (a stream refused or a connection
     /// lost before any byte left is tried again, up to three times).
     var upstreamStarts = 0
-    /// The upstream stream's body provider is waiting for request bytes.
-    var upstreamDeferred = false
     /// A copy of the request bytes sent upstream, kept (up to `replayLimit`) so the call can be
     /// sent once more with a fresh token if Fleet Engine answers UNAUTHENTICATED.
     let sentCopy: OpaquePointer
@@ -65,10 +63,7 @@ final class H2Call {
     // Response, as the upstream sends it.
     var responseHeaders: [(String, String)] = []
     var responseTrailers: [(String, String)]?
-    var responseHeadReceived = false
     let responseBody: OpaquePointer
-    /// The client stream's body provider is waiting for response bytes.
-    var clientDeferred = false
 
     init(clientStream: Int32, client: HTTP2ProxyConnection, state: H2CallState, record: CallRecord) {
         self.clientStream = clientStream
@@ -97,7 +92,6 @@ final class H2Call {
         evbuffer_prepend_buffer(requestBody, sentCopy)
         requestBytesSent = 0
         responseHeaders.removeAll()
-        responseHeadReceived = false
         upstreamStream = -1
         return true
     }

@@ -14,8 +14,11 @@
 /// | forwarding      | upstreamHead (retryable, first attempt) | retrying        | retryWithFreshToken, fetchToken           |
 /// | retrying        | tokenArrived                            | forwarding      | cancelTimer, startUpstream                |
 /// | forwarding      | upstreamHead                            | relaying        | relayHead                                 |
-/// | forwarding, relaying | data / dataEnded / trailers        | same            | (buffer,) resumeUpstreamBody              |
-/// | relaying        | upstreamEnded (once)                    | relaying        | relayProgress                             |
+/// | forwarding, relaying | upstreamBodyStalled                | same            | none (remembered)                         |
+/// | forwarding, relaying | data / dataEnded / trailers        | same            | (buffer,) resumeUpstreamBody if stalled   |
+/// | relaying, answeredLocally | clientBodyStalled             | same            | none (remembered)                         |
+/// | relaying        | responseBytes                           | relaying        | resumeClientBody if stalled               |
+/// | relaying        | upstreamEnded (once)                    | relaying        | resumeClientBody if stalled               |
 /// | relaying        | upstreamFailed                          | closed          | resetClient(INTERNAL_ERROR)               |
 /// | before relaying | refused / tokenFailed / upstreamFailed  | answeredLocally | cancelTimer, (cancelUpstream,) releaseBuffers, answer |
 /// | receivingHead, routing | tick past the head deadline      | answeredLocally | … answer(headTimeout)                     |
@@ -57,6 +60,12 @@ struct H2CallState: Equatable {
         case upstreamHead(endStream: Bool, retryable: Bool)
         /// The upstream's response ended (DATA END_STREAM or trailers).
         case upstreamEnded
+        /// Response bytes from the upstream are buffered for the client.
+        case responseBytes
+        /// The upstream stream's body provider found no request bytes and waits.
+        case upstreamBodyStalled
+        /// The client stream's body provider found no response bytes and waits.
+        case clientBodyStalled
         case upstreamFailed(ProxyFailure)
         /// A timer fired (or any moment): answers the call if one of its deadlines passed.
         case tick(now: Double)
@@ -74,8 +83,9 @@ struct H2CallState: Equatable {
         /// The fresh token replaces the refused one; fetch again (`fetchToken` follows).
         case retryWithFreshToken
         case relayHead(endStream: Bool)
-        case relayProgress
-        /// More request body for the upstream stream.
+        /// The client stream's body provider waited: response bytes (or the end) are there.
+        case resumeClientBody
+        /// The upstream stream's body provider waited: request bytes (or the end) are there.
         case resumeUpstreamBody
         /// Keep the request bytes for the upstream.
         case buffer
@@ -103,6 +113,10 @@ struct H2CallState: Equatable {
     private(set) var headerBlocks = 0
     /// Set by `streamClosed`: the call is over for both sides.
     private(set) var streamGone = false
+    /// The upstream stream's body provider is waiting for request bytes.
+    private(set) var upstreamBodyStalled = false
+    /// The client stream's body provider is waiting for response bytes.
+    private(set) var clientBodyStalled = false
     /// The head and first message must be complete by this time.
     let headDeadline: Double
     /// From `grpc-timeout`: the call must be forwarded by this time (nil: no deadline).
@@ -138,7 +152,7 @@ struct H2CallState: Equatable {
             requestEnded = true
             switch phase {
             case .routing: return [.route]
-            case .forwarding, .relaying: return [.resumeUpstreamBody]
+            case .forwarding, .relaying: return resumeUpstreamIfStalled()
             default: return []
             }
 
@@ -146,7 +160,7 @@ struct H2CallState: Equatable {
             switch phase {
             case .routing: return [.buffer, .route]
             case .awaitingToken, .retrying: return [.buffer]
-            case .forwarding, .relaying: return [.buffer, .resumeUpstreamBody]
+            case .forwarding, .relaying: return [.buffer] + resumeUpstreamIfStalled()
             case .receivingHead, .answeredLocally, .closed: return [.discard]
             }
 
@@ -154,9 +168,23 @@ struct H2CallState: Equatable {
             requestEnded = true
             switch phase {
             case .routing: return [.route]
-            case .forwarding, .relaying: return [.resumeUpstreamBody]
+            case .forwarding, .relaying: return resumeUpstreamIfStalled()
             default: return []
             }
+
+        case .upstreamBodyStalled:
+            guard phase == .forwarding || phase == .relaying else { return [] }
+            upstreamBodyStalled = true
+            return []
+
+        case .clientBodyStalled:
+            guard phase == .relaying || phase == .answeredLocally else { return [] }
+            clientBodyStalled = true
+            return []
+
+        case .responseBytes:
+            guard phase == .relaying else { return [] }
+            return resumeClientIfStalled()
 
         case .routed:
             guard phase == .routing else { return [] }
@@ -174,6 +202,7 @@ struct H2CallState: Equatable {
             guard phase == .awaitingToken || phase == .retrying else { return [] }
             phase = .forwarding
             attempts += 1
+            upstreamBodyStalled = false
             return [.cancelTimer, .startUpstream]
 
         case .upstreamHead(let endStream, let retryable):
@@ -189,7 +218,7 @@ struct H2CallState: Equatable {
         case .upstreamEnded:
             guard phase == .relaying, !responseEnded else { return [] }
             responseEnded = true
-            return [.relayProgress]
+            return resumeClientIfStalled()
 
         case .upstreamFailed(let failure):
             switch phase {
@@ -225,6 +254,18 @@ struct H2CallState: Equatable {
             phase = .closed
             return [.cancelTimer] + (wasForwarded ? [.cancelUpstream] : []) + [.releaseBuffers, .finish]
         }
+    }
+
+    private mutating func resumeUpstreamIfStalled() -> [Action] {
+        guard upstreamBodyStalled else { return [] }
+        upstreamBodyStalled = false
+        return [.resumeUpstreamBody]
+    }
+
+    private mutating func resumeClientIfStalled() -> [Action] {
+        guard clientBodyStalled else { return [] }
+        clientBodyStalled = false
+        return [.resumeClientBody]
     }
 
     /// The sidecar answers the call itself (only before a response head went to the client).

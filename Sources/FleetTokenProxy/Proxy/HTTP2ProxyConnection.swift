@@ -207,7 +207,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
             return .bytes(max(n, 0), end: true, trailers: false)
         }
         if n <= 0 {
-            call.clientDeferred = true
+            apply(call.state.handle(.clientBodyStalled), to: call)
             return .deferred
         }
         return .bytes(n, end: false, trailers: false)
@@ -242,10 +242,11 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
                 call.token = nil
             case .relayHead(let endStream):
                 relayHead(call, endStream: endStream)
-            case .relayProgress:
-                relayProgress(call)
+            case .resumeClientBody:
+                session.resumeData(stream: call.clientStream)
+                flushSoon()
             case .resumeUpstreamBody:
-                if call.upstreamDeferred, let upstream = call.upstream { upstream.resume(call) }
+                call.upstream?.resume(call)
             case .buffer:
                 guard let data else { break }
                 buffer(call, data)
@@ -448,12 +449,18 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     /// The upstream's response ended (DATA END_STREAM or trailers).
     func upstreamResponseEnded(_ call: H2Call) {
         apply(call.state.handle(.upstreamEnded), to: call)
-        relayProgress(call)
+        flushSoon()
     }
 
     /// More response body is there for a stream that may be waiting.
     func upstreamResponseProgress(_ call: H2Call) {
-        relayProgress(call)
+        apply(call.state.handle(.responseBytes), to: call)
+        flushSoon()
+    }
+
+    /// The upstream stream's body provider has no request bytes to send and waits.
+    func upstreamBodyStalled(_ call: H2Call) {
+        apply(call.state.handle(.upstreamBodyStalled), to: call)
     }
 
     /// The upstream took `count` request bytes: stream credit for them, budget back.
@@ -478,15 +485,6 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         }
         core.statistics.upstreamStatus[call.record.status, default: 0] += 1
         session.submitResponse(stream: call.clientStream, headers, hasBody: !endStream)
-        flushSoon()
-    }
-
-    private func relayProgress(_ call: H2Call) {
-        guard call.state.phase == .relaying || call.state.phase == .answeredLocally else { return }
-        if call.clientDeferred {
-            call.clientDeferred = false
-            session.resumeData(stream: call.clientStream)
-        }
         flushSoon()
     }
 

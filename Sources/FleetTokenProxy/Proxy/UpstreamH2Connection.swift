@@ -77,8 +77,7 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
 
     /// More request body (or its end) is there for a call whose body was deferred.
     func resume(_ call: H2Call) {
-        guard call.upstreamDeferred, call.upstreamStream > 0, let session else { return }
-        call.upstreamDeferred = false
+        guard call.upstreamStream > 0, let session else { return }
         session.resumeData(stream: call.upstreamStream)
         flushSoon()
     }
@@ -183,7 +182,7 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
 
     func h2BeginHeaders(stream: Int32) {
         guard let call = streams[stream] else { return }
-        if call.responseHeadReceived { call.responseTrailers = [] }
+        if call.state.phase == .relaying { call.responseTrailers = [] } // a second block: trailers
     }
 
     func h2Header(stream: Int32, name: String, value: String) {
@@ -197,13 +196,12 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
 
     func h2HeadersEnded(stream: Int32, endStream: Bool) {
         guard let call = streams[stream], let client = call.client else { return }
-        if !call.responseHeadReceived {
+        if call.state.phase == .forwarding {
             // An interim 1xx head is not the answer.
             if let status = call.responseHeaders.first(where: { $0.0 == ":status" })?.1, status.hasPrefix("1") {
                 call.responseHeaders.removeAll()
                 return
             }
-            call.responseHeadReceived = true
             // A revoked or rotated token: the call's machine decides on one more try with a
             // fresh one, unseen by the client (it then cancels this stream).
             client.upstreamResponseHead(call, endStream: endStream, retryable: endStream && Self.isUnauthenticated(call.responseHeaders))
@@ -264,7 +262,7 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
             return .bytes(max(n, 0), end: true, trailers: false)
         }
         if n <= 0 {
-            call.upstreamDeferred = true
+            call.client?.upstreamBodyStalled(call)
             return .deferred
         }
         return .bytes(n, end: false, trailers: false)
