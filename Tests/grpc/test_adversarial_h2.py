@@ -250,6 +250,24 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
+def test_stream_that_never_completes_its_first_message_is_answered_after_the_head_timeout(sidecar, fleet_engine, new_id):
+    """No grpc-timeout, three bytes of a message, then silence: after `headTimeout` (10 s, the
+    sidecar's default; the slowest test here) the stream is answered and its bytes freed,
+    rather than held for as long as the client keeps the connection."""
+    connection = h2_raw.H2Connection(sidecar.address)
+    try:
+        block = b"".join(h2_raw.hpack_literal(n, v) for n, v in connection.grpc_headers(GET_VEHICLE))
+        sent = time.monotonic()
+        connection.send(h2_raw.frame(h2_raw.HEADERS, h2_raw.END_HEADERS, 1, block) + h2_raw.frame(h2_raw.DATA, 0, 1, b"\0\0\0"))
+        status = grpc_status(connection, 1, timeout=13)
+        waited = time.monotonic() - sent
+    finally:
+        connection.close()
+    assert status == 4, f"the stream was not answered (status {status})"
+    assert 9.5 <= waited <= 12, f"answered after {waited:.1f} s, want about 10 s"
+    assert_serves(sidecar, new_id)
+
+
 # -- Defect 3: preface + SETTINGS + GOAWAY in one write --------------------------------------
 
 
