@@ -397,6 +397,22 @@ def test_hpack_amplification_is_refused_fast(sidecar, fleet_engine, new_id):
     assert_serves(sidecar, new_id)
 
 
+def test_too_many_header_fields_are_refused(sidecar, fleet_engine, new_id):
+    """150 small fields: under the byte bound, over the field count (`maxHeaderCount`, 100)."""
+    vehicle = Entity(PROVIDER_ID, VEHICLE, new_id())
+    connection = h2_raw.H2Connection(sidecar.address)
+    try:
+        headers = connection.grpc_headers(GET_VEHICLE, *((f"x-f{i}", "v") for i in range(150)))
+        connection.send_request(1, headers, get_vehicle_message(vehicle))
+        status = grpc_status(connection, 1)
+    finally:
+        connection.close()
+    assert status == "reset", status
+    time.sleep(0.3)
+    assert fleet_engine.records(entity_id=vehicle.id) == []
+    assert_serves(sidecar, new_id)
+
+
 # -- Defect 11: shutdown under load ----------------------------------------------------------
 
 

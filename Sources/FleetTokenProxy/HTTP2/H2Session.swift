@@ -51,17 +51,20 @@ final class H2Session {
     /// A header block whose fields (name + value + 32 bytes each, RFC 9113 §6.5.2) pass this is
     /// refused as it is decoded, before any field becomes a String: the stream is reset.
     let maxHeaderListBytes: Int
-    /// Header-list bytes of the block being received, per stream.
-    private var headerListBytes: [Int32: Int] = [:]
+    /// A header block with more fields than this is refused the same way.
+    let maxHeaderCount: Int
+    /// Header-list bytes and fields of the block being received, per stream.
+    private var headerListBytes: [Int32: (bytes: Int, count: Int)] = [:]
 
     /// Creates a session; `isServer` picks the side. Automatic WINDOW_UPDATEs are off: credit is
     /// returned with `consume` once bytes have been passed on, so a slow peer slows the other.
     init(isServer: Bool, transport: Transport, delegate: H2SessionDelegate, outputHighWater: Int = 256 * 1024,
-         maxHeaderListBytes: Int = 64 * 1024) throws(H2Error) {
+         maxHeaderListBytes: Int = 64 * 1024, maxHeaderCount: Int = 1000) throws(H2Error) {
         self.transport = transport
         self.delegate = delegate
         self.outputHighWater = outputHighWater
         self.maxHeaderListBytes = maxHeaderListBytes
+        self.maxHeaderCount = maxHeaderCount
         var callbacks: OpaquePointer?
         nghttp2_session_callbacks_new(&callbacks)
         defer { nghttp2_session_callbacks_del(callbacks) }
@@ -258,7 +261,7 @@ final class H2Session {
     private static func install(_ callbacks: OpaquePointer) {
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
             let me = H2Session.from(userData)
-            me.headerListBytes[frame!.pointee.hd.stream_id] = 0
+            me.headerListBytes[frame!.pointee.hd.stream_id] = (0, 0)
             me.delegate.h2BeginHeaders(stream: frame!.pointee.hd.stream_id)
             return 0
         }
@@ -267,9 +270,12 @@ final class H2Session {
             let stream = frame!.pointee.hd.stream_id
             // Counted before anything is built from the field; past the bound nghttp2 resets the
             // stream and decodes the rest of the block without calling back (HPACK stays in sync).
-            let total = (me.headerListBytes[stream] ?? 0) + nameLength + valueLength + 32
+            let seen = me.headerListBytes[stream] ?? (0, 0)
+            let total = (bytes: seen.bytes + nameLength + valueLength + 32, count: seen.count + 1)
             me.headerListBytes[stream] = total
-            guard total <= me.maxHeaderListBytes else { return Int32(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
+            guard total.bytes <= me.maxHeaderListBytes, total.count <= me.maxHeaderCount else {
+                return Int32(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+            }
             let n = String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self)
             let v = String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
             me.delegate.h2Header(stream: frame!.pointee.hd.stream_id, name: n, value: v)

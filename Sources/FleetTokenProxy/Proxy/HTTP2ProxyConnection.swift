@@ -43,7 +43,8 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         logger[metadataKey: "protocol"] = "h2"
         self.logger = logger
         transport.delegate = self
-        session = try H2Session(isServer: true, transport: transport, delegate: self, maxHeaderListBytes: core.limits.maxHeadBytes)
+        session = try H2Session(isServer: true, transport: transport, delegate: self,
+                                maxHeaderListBytes: core.limits.maxHeadBytes, maxHeaderCount: core.limits.maxHeaderCount)
         session.submitSettings(maxConcurrentStreams: UInt32(core.limits.maxConcurrentStreams))
     }
 
