@@ -11,6 +11,7 @@ response that echoes the entity's resource name.
 
 Special entity ids, to test relaying:
   big-…            a Vehicle answer carries 1 MiB in `current_route_segment`
+  pad-…            any answer carries 64 KiB more (an unknown field clients skip)
   fail-<code>…     after the token check, answer that status (`fail-notfound` → NOT_FOUND)
   slow-…           wait up to 5 s before answering, noting whether the caller cancelled
 Request metadata `x-standin-echo` is sent back as trailing metadata; every answer carries
@@ -60,9 +61,9 @@ from protocol_mux import ProtocolMux
 
 ONE_MIB = 1 << 20
 SLOW_SECONDS = 5.0
-# An entity whose id starts with "big-" is answered with this many extra bytes (an unknown
+# An entity whose id starts with "pad-" is answered with this many extra bytes (an unknown
 # protobuf field the clients skip), for flow-control tests.
-BIG_ANSWER_BYTES = 64 * 1024
+PADDED_ANSWER_BYTES = 64 * 1024
 _STATUS_BY_SQUASHED_NAME = {code.name.replace("_", "").lower(): code for code in grpc.StatusCode}
 
 # --------------------------------------------------------------------------------------------
@@ -377,7 +378,7 @@ class StandInFleetEngine:
             cancelled = not context.is_active()
 
         response = method.respond(decoded.message, entity)
-        if entity.id.startswith("big-"):
+        if entity.id.startswith("pad-"):
             response = _Padded(response)
         self._record(CallRecord(entity=entity, outcome=ACCEPTED, code=grpc.StatusCode.OK, cancelled=cancelled, **seen))
         return response
@@ -408,12 +409,14 @@ class _Handler(grpc.GenericRpcHandler):
 
 @dataclasses.dataclass(frozen=True)
 class _Padded:
-    """An answer with BIG_ANSWER_BYTES of unknown field 999 after it."""
+    """An answer with PADDED_ANSWER_BYTES of unknown field 999 after it."""
 
     message: Any
 
 
-_PADDING = bytes([0xBA, 0x3E]) + bytes([0x80 | (BIG_ANSWER_BYTES & 0x7F), (BIG_ANSWER_BYTES >> 7) & 0x7F | 0x80, BIG_ANSWER_BYTES >> 14]) + b"p" * BIG_ANSWER_BYTES
+_PADDING = (bytes([0xBA, 0x3E])  # field 999, length-delimited; then the length as a 3-byte varint
+            + bytes([0x80 | (PADDED_ANSWER_BYTES & 0x7F), (PADDED_ANSWER_BYTES >> 7) & 0x7F | 0x80, PADDED_ANSWER_BYTES >> 14])
+            + b"p" * PADDED_ANSWER_BYTES)
 
 
 def _serialize(message) -> bytes:

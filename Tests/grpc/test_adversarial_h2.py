@@ -305,7 +305,7 @@ def test_stuck_client_does_not_wedge_the_shared_upstream_connection(sidecar_fact
     try:
         streams = [2 * i + 1 for i in range(64)]
         for stream_id in streams:
-            vehicle = Entity(PROVIDER_ID, VEHICLE, new_id("big-"))
+            vehicle = Entity(PROVIDER_ID, VEHICLE, new_id("pad-"))
             connection.send_request(stream_id, connection.grpc_headers(GET_VEHICLE), get_vehicle_message(vehicle))
         time.sleep(1.5)  # the answers arrive at the sidecar and stay there
         for stream_id in streams:
@@ -314,12 +314,41 @@ def test_stuck_client_does_not_wedge_the_shared_upstream_connection(sidecar_fact
         with grpc.insecure_channel(sidecar.address) as channel:
             stub = channel.unary_unary(GET_VEHICLE, request_serializer=fe.GetVehicleRequest.serialize,
                                        response_deserializer=fe.Vehicle.deserialize)
-            vehicles = [Entity(PROVIDER_ID, VEHICLE, new_id("big-")) for _ in range(20)]
+            vehicles = [Entity(PROVIDER_ID, VEHICLE, new_id("pad-")) for _ in range(20)]
             futures = [stub.future(fe.GetVehicleRequest(name=v.resource_name()), timeout=5) for v in vehicles]
             names = [future.result().name for future in futures]
         assert names == [v.resource_name() for v in vehicles]
     finally:
         connection.close()
+        sidecar.stop()
+
+
+def test_clients_that_never_read_do_not_exhaust_the_upstream_connection_window(sidecar_factory, new_id):
+    """Five connections with SETTINGS_INITIAL_WINDOW_SIZE=0 keep 90 calls each whose 64 KiB
+    answers the sidecar can never deliver (450 × 64 KiB, more than any fixed upstream connection
+    window): well-behaved calls must still get through."""
+    sidecar = sidecar_factory()
+    stuck = []
+    try:
+        for _ in range(5):
+            connection = h2_raw.H2Connection(sidecar.address)
+            connection.send(h2_raw.frame(h2_raw.SETTINGS, 0, 0, struct.pack(">HI", 0x4, 0)))
+            stuck.append(connection)
+            for i in range(90):
+                vehicle = Entity(PROVIDER_ID, VEHICLE, new_id("pad-"))
+                connection.send_request(2 * i + 1, connection.grpc_headers(GET_VEHICLE), get_vehicle_message(vehicle))
+        time.sleep(2)  # the answers arrive at the sidecar and stay there
+
+        with grpc.insecure_channel(sidecar.address) as channel:
+            stub = channel.unary_unary(GET_VEHICLE, request_serializer=fe.GetVehicleRequest.serialize,
+                                       response_deserializer=fe.Vehicle.deserialize)
+            vehicles = [Entity(PROVIDER_ID, VEHICLE, new_id("pad-")) for _ in range(20)]
+            futures = [stub.future(fe.GetVehicleRequest(name=v.resource_name()), timeout=5) for v in vehicles]
+            names = [future.result().name for future in futures]
+        assert names == [v.resource_name() for v in vehicles]
+    finally:
+        for connection in stuck:
+            connection.close()
         sidecar.stop()
 
 

@@ -60,6 +60,12 @@ final class H2Call {
     var replayable = true
     static let replayLimit = 64 * 1024
 
+    /// Response bytes received from the upstream, taken by the client, and given back to the
+    /// upstream as stream credit (`UpstreamH2Connection.creditResponse`).
+    var responseBytesReceived = 0
+    var responseBytesTaken = 0
+    var responseBytesCredited = 0
+
     // Response, as the upstream sends it.
     var responseHeaders: [(String, String)] = []
     var responseTrailers: [(String, String)]?

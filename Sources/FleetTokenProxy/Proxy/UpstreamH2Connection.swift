@@ -23,6 +23,8 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
     /// Most streams this side opens at once, and each stream's receive window.
     static let maxStreams = 100
     static let streamWindow = 256 * 1024
+    /// Response bytes a stream may hold for a client that has not taken them, beyond its window.
+    static let responseBufferBound = 256 * 1024
 
     init(bev: OpaquePointer, pool: UpstreamH2Pool, origin: Origin, isTLS: Bool, loop: EventLoop, id: Int) {
         self.pool = pool
@@ -82,10 +84,22 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
         flushSoon()
     }
 
-    /// Credit for response bytes the client side has taken.
+    /// The client side took `count` response bytes.
     func consume(_ call: H2Call, count: Int) {
-        session?.consume(stream: call.upstreamStream, count: count)
+        call.responseBytesTaken += count
+        creditResponse(call)
         flushSoon()
+    }
+
+    /// Stream credit for response bytes, so that at most `responseBufferBound` bytes the client
+    /// has not taken are held (plus the stream window in flight). An answer that fits is
+    /// credited in full as it arrives, so its upstream stream ends and frees its slot even if
+    /// the client never reads; connection credit went back on arrival.
+    private func creditResponse(_ call: H2Call) {
+        let target = min(call.responseBytesReceived, call.responseBytesTaken + Self.responseBufferBound)
+        guard target > call.responseBytesCredited else { return }
+        if call.upstreamStream > 0 { session?.consumeStream(call.upstreamStream, count: target - call.responseBytesCredited) }
+        call.responseBytesCredited = target
     }
 
     /// The client side gave up on `call` (or sends it again with a fresh token): reset its
@@ -142,9 +156,10 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
         // The connect timeout stays as the idle bound: an idle connection is closed after it.
         do {
             let session = try H2Session(isServer: false, transport: transport, delegate: self)
-            // Each stream may hold `streamWindow` bytes of answer its client has not taken; the
-            // connection window covers every stream at once, so one slow client cannot stall
-            // the others (credit comes back as clients take bytes, or leave).
+            // Each stream may hold `streamWindow` bytes of answer its client has not taken
+            // (stream credit comes back as the client takes bytes); connection credit goes back
+            // on arrival, and the connection window is opened wide so a burst of answers on
+            // many streams flows without waiting for WINDOW_UPDATEs.
             session.submitSettings(maxConcurrentStreams: UInt32(Self.maxStreams), initialWindowSize: UInt32(Self.streamWindow),
                                    connectionWindowSize: Int32(Self.streamWindow * Self.maxStreams))
             self.session = session
@@ -216,7 +231,13 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
             session?.consume(stream: stream, count: bytes.count)
             return
         }
+        // Connection credit at once, stream credit up to a bound ahead of the client: a client
+        // that never reads cannot shrink the window the connection's other streams share, nor
+        // keep a small answer's upstream stream open.
+        session?.consumeConnection(count: bytes.count)
         evbuffer_add(call.responseBody, bytes.baseAddress, bytes.count)
+        call.responseBytesReceived += bytes.count
+        creditResponse(call)
         client.upstreamResponseProgress(call)
     }
 
