@@ -61,6 +61,17 @@ def assert_serves(sidecar, new_id, timeout: float = 10.0) -> None:
         assert stub(fe.GetVehicleRequest(name=vehicle.resource_name()), timeout=timeout).name == vehicle.resource_name()
 
 
+def assert_twenty_padded_calls_succeed(sidecar, new_id) -> None:
+    """Twenty concurrent calls from a well-behaved client, each answered with 64 KiB more."""
+    with grpc.insecure_channel(sidecar.address) as channel:
+        stub = channel.unary_unary(GET_VEHICLE, request_serializer=fe.GetVehicleRequest.serialize,
+                                   response_deserializer=fe.Vehicle.deserialize)
+        vehicles = [Entity(PROVIDER_ID, VEHICLE, new_id("pad-")) for _ in range(20)]
+        futures = [stub.future(fe.GetVehicleRequest(name=v.resource_name()), timeout=5) for v in vehicles]
+        names = [future.result().name for future in futures]
+    assert names == [v.resource_name() for v in vehicles]
+
+
 def grpc_status(connection: h2_raw.H2Connection, stream_id: int, timeout: float = 5.0) -> int | str | None:
     """The grpc-status the stream ended with, "reset" for RST_STREAM, "end" for an end without
     one, or None when the stream did not end in time (a GOAWAY does not end it)."""
@@ -311,13 +322,7 @@ def test_stuck_client_does_not_wedge_the_shared_upstream_connection(sidecar_fact
         for stream_id in streams:
             connection.send(h2_raw.frame(h2_raw.RST_STREAM, 0, stream_id, struct.pack(">I", h2_raw.CANCEL)))
 
-        with grpc.insecure_channel(sidecar.address) as channel:
-            stub = channel.unary_unary(GET_VEHICLE, request_serializer=fe.GetVehicleRequest.serialize,
-                                       response_deserializer=fe.Vehicle.deserialize)
-            vehicles = [Entity(PROVIDER_ID, VEHICLE, new_id("pad-")) for _ in range(20)]
-            futures = [stub.future(fe.GetVehicleRequest(name=v.resource_name()), timeout=5) for v in vehicles]
-            names = [future.result().name for future in futures]
-        assert names == [v.resource_name() for v in vehicles]
+        assert_twenty_padded_calls_succeed(sidecar, new_id)
     finally:
         connection.close()
         sidecar.stop()
@@ -339,13 +344,7 @@ def test_clients_that_never_read_do_not_exhaust_the_upstream_connection_window(s
                 connection.send_request(2 * i + 1, connection.grpc_headers(GET_VEHICLE), get_vehicle_message(vehicle))
         time.sleep(2)  # the answers arrive at the sidecar and stay there
 
-        with grpc.insecure_channel(sidecar.address) as channel:
-            stub = channel.unary_unary(GET_VEHICLE, request_serializer=fe.GetVehicleRequest.serialize,
-                                       response_deserializer=fe.Vehicle.deserialize)
-            vehicles = [Entity(PROVIDER_ID, VEHICLE, new_id("pad-")) for _ in range(20)]
-            futures = [stub.future(fe.GetVehicleRequest(name=v.resource_name()), timeout=5) for v in vehicles]
-            names = [future.result().name for future in futures]
-        assert names == [v.resource_name() for v in vehicles]
+        assert_twenty_padded_calls_succeed(sidecar, new_id)
     finally:
         for connection in stuck:
             connection.close()
