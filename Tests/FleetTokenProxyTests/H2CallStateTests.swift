@@ -245,19 +245,53 @@ final class H2CallStateTests: XCTestCase {
 
     func testResponseBytesResumeAStalledClientBodyOnly() {
         var state = call(in: .relaying)
-        XCTAssertEqual(state.handle(.responseBytes), [], "the body provider is not waiting")
+        XCTAssertEqual(state.handle(.responseBytes(now: now)), [.armTimer(at: now + 30)], "the body provider is not waiting")
+        _ = state.handle(.responseTaken(now: now, drained: true))
         _ = state.handle(.clientBodyStalled)
         XCTAssertTrue(state.clientBodyStalled)
-        XCTAssertEqual(state.handle(.responseBytes), [.resumeClientBody])
+        XCTAssertEqual(state.handle(.responseBytes(now: now + 1)), [.resumeClientBody, .armTimer(at: now + 31)])
         XCTAssertFalse(state.clientBodyStalled)
-        XCTAssertEqual(state.handle(.responseBytes), [])
+        XCTAssertEqual(state.handle(.responseBytes(now: now + 2)), [], "already waiting since +1")
     }
 
     func testResponseBytesBeforeRelayingAreIllegal() {
         var state = call(in: .forwarding)
         XCTAssertEqual(state.handle(.clientBodyStalled), [])
-        XCTAssertEqual(state.handle(.responseBytes), [])
+        XCTAssertEqual(state.handle(.responseBytes(now: now)), [])
         XCTAssertFalse(state.clientBodyStalled)
+        XCTAssertNil(state.responseWaitingSince)
+    }
+
+    func testAClientThatTakesNothingForTheIOTimeoutIsResetAndTheUpstreamCancelled() {
+        var state = call(in: .relaying)
+        _ = state.handle(.responseBytes(now: now))
+        XCTAssertEqual(state.handle(.tick(now: now + 29)), [.armTimer(at: now + 30)])
+        XCTAssertEqual(state.handle(.tick(now: now + 30)), [.resetClient(errorCode: H2CallState.cancel), .cancelUpstream])
+        XCTAssertEqual(state.phase, .closed)
+        XCTAssertEqual(state.handle(.streamClosed), [.cancelTimer, .releaseBuffers, .finish])
+    }
+
+    func testAClientTakingBytesMovesTheIOTimeout() {
+        var state = call(in: .relaying)
+        _ = state.handle(.responseBytes(now: now))
+        XCTAssertEqual(state.handle(.responseTaken(now: now + 20, drained: false)), [])
+        XCTAssertEqual(state.handle(.tick(now: now + 30)), [.armTimer(at: now + 50)])
+        XCTAssertEqual(state.phase, .relaying)
+    }
+
+    func testAClientThatTookEverythingIsNotTimedOut() {
+        var state = call(in: .relaying)
+        _ = state.handle(.responseBytes(now: now))
+        _ = state.handle(.responseTaken(now: now + 1, drained: true))
+        XCTAssertNil(state.responseWaitingSince)
+        XCTAssertEqual(state.handle(.tick(now: now + 300)), [])
+        XCTAssertEqual(state.phase, .relaying)
+    }
+
+    func testResponseTakenOutsideRelayingIsIgnored() {
+        var state = call(in: .answeredLocally)
+        XCTAssertEqual(state.handle(.responseTaken(now: now, drained: false)), [])
+        XCTAssertNil(state.responseWaitingSince)
     }
 
     func testUpstreamFailureAfterTheHeadResetsTheClient() {

@@ -17,7 +17,9 @@
 /// | forwarding, relaying | upstreamBodyStalled                | same            | none (remembered)                         |
 /// | forwarding, relaying | data / dataEnded / trailers        | same            | (buffer,) resumeUpstreamBody if stalled   |
 /// | relaying, answeredLocally | clientBodyStalled             | same            | none (remembered)                         |
-/// | relaying        | responseBytes                           | relaying        | resumeClientBody if stalled               |
+/// | relaying        | responseBytes                           | relaying        | resumeClientBody if stalled; armTimer (ioTimeout) if the client had taken all |
+/// | relaying        | responseTaken                           | relaying        | none (the client's progress is noted)     |
+/// | relaying        | tick, client took nothing for ioTimeout | closed          | resetClient(CANCEL), cancelUpstream       |
 /// | relaying        | upstreamEnded (once)                    | relaying        | resumeClientBody if stalled               |
 /// | relaying        | upstreamFailed                          | closed          | resetClient(INTERNAL_ERROR)               |
 /// | before relaying | refused / tokenFailed / upstreamFailed  | answeredLocally | cancelTimer, (cancelUpstream,) releaseBuffers, answer |
@@ -61,7 +63,9 @@ struct H2CallState: Equatable {
         /// The upstream's response ended (DATA END_STREAM or trailers).
         case upstreamEnded
         /// Response bytes from the upstream are buffered for the client.
-        case responseBytes
+        case responseBytes(now: Double)
+        /// The client took response bytes; `drained` when none are left buffered.
+        case responseTaken(now: Double, drained: Bool)
         /// The upstream stream's body provider found no request bytes and waits.
         case upstreamBodyStalled
         /// The client stream's body provider found no response bytes and waits.
@@ -104,6 +108,7 @@ struct H2CallState: Equatable {
 
     static let noError: UInt32 = 0
     static let internalError: UInt32 = 2
+    static let cancel: UInt32 = 8
 
     private(set) var phase: Phase = .receivingHead
     private(set) var requestEnded = false
@@ -119,11 +124,17 @@ struct H2CallState: Equatable {
     private(set) var clientBodyStalled = false
     /// The head and first message must be complete by this time.
     let headDeadline: Double
+    /// A relayed answer the client takes nothing of for this long is reset (a client that
+    /// stopped reading must not hold its upstream stream and buffers for ever).
+    let ioTimeout: Double
+    /// Since when response bytes wait for a client that has taken none of them (nil: none wait).
+    private(set) var responseWaitingSince: Double?
     /// From `grpc-timeout`: the call must be forwarded by this time (nil: no deadline).
     private(set) var callDeadline: Double?
 
-    init(now: Double, headTimeout: Double) {
+    init(now: Double, headTimeout: Double, ioTimeout: Double = 30) {
         headDeadline = now + headTimeout
+        self.ioTimeout = ioTimeout
     }
 
     /// What the request head says, before its `headBlockEnded`: `grpc-timeout` sets the time
@@ -182,9 +193,19 @@ struct H2CallState: Equatable {
             clientBodyStalled = true
             return []
 
-        case .responseBytes:
+        case .responseBytes(let now):
             guard phase == .relaying else { return [] }
-            return resumeClientIfStalled()
+            var actions = resumeClientIfStalled()
+            if responseWaitingSince == nil {
+                responseWaitingSince = now
+                actions.append(.armTimer(at: now + ioTimeout))
+            }
+            return actions
+
+        case .responseTaken(let now, let drained):
+            guard phase == .relaying, responseWaitingSince != nil else { return [] }
+            responseWaitingSince = drained ? nil : now
+            return []
 
         case .routed:
             guard phase == .routing else { return [] }
@@ -238,6 +259,11 @@ struct H2CallState: Equatable {
             case .awaitingToken, .retrying:
                 if let callDeadline, now >= callDeadline { return answer(.deadline) }
                 return callDeadline.map { [.armTimer(at: $0)] } ?? []
+            case .relaying:
+                guard let since = responseWaitingSince else { return [] }
+                guard now >= since + ioTimeout else { return [.armTimer(at: since + ioTimeout)] }
+                phase = .closed
+                return [.resetClient(errorCode: Self.cancel), .cancelUpstream]
             default:
                 return []
             }

@@ -146,7 +146,8 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         }
         core.statistics.calls += 1
         let now = core.clock.monotonicNow
-        let call = H2Call(clientStream: stream, client: self, state: H2CallState(now: now, headTimeout: core.limits.headTimeout),
+        let call = H2Call(clientStream: stream, client: self,
+                          state: H2CallState(now: now, headTimeout: core.limits.headTimeout, ioTimeout: core.limits.ioTimeout),
                           record: CallRecord(protocolName: "h2", started: now))
         calls[stream] = call
     }
@@ -199,7 +200,10 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     func h2ReadBody(stream: Int32, into buffer: UnsafeMutableRawBufferPointer) -> H2BodyRead {
         guard let call = calls[stream] else { return .bytes(0, end: true, trailers: false) }
         let n = Int(evbuffer_remove(call.responseBody, buffer.baseAddress, buffer.count))
-        if n > 0, let upstream = call.creditTo { upstream.consume(call, count: n) }
+        if n > 0 {
+            call.creditTo?.consume(call, count: n)
+            apply(call.state.handle(.responseTaken(now: core.clock.monotonicNow, drained: evbuffer_get_length(call.responseBody) == 0)), to: call)
+        }
         if evbuffer_get_length(call.responseBody) == 0 && call.state.responseEnded {
             if let trailers = call.responseTrailers {
                 session.submitTrailer(stream: stream, trailers)
@@ -455,7 +459,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
 
     /// More response body is there for a stream that may be waiting.
     func upstreamResponseProgress(_ call: H2Call) {
-        apply(call.state.handle(.responseBytes), to: call)
+        apply(call.state.handle(.responseBytes(now: core.clock.monotonicNow)), to: call)
         flushSoon()
     }
 
