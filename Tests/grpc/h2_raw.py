@@ -2,8 +2,9 @@
 `grpc-timeout` and *not* cancel it when that passes, and send malformed frames.
 
 It speaks h2c with prior knowledge, encodes header fields as HPACK literals without indexing and
-without Huffman coding (always valid, RFC 7541 §6.2.2), and never decodes header blocks: tests
-observe frame types, flags, stream ids and error codes, and the time they arrive.
+without Huffman coding (always valid, RFC 7541 §6.2.2), and decodes the peer's header blocks with
+the `hpack` package (`Frame.headers`): tests observe frame types, flags, stream ids, error codes,
+header fields, and the time frames arrive.
 """
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import dataclasses
 import socket
 import struct
 import time
+
+import hpack
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
@@ -30,6 +33,11 @@ class Frame:
     stream_id: int
     payload: bytes
     at: float  # time.monotonic() when read
+    # HEADERS: the decoded header block (CONTINUATIONs folded in), else ().
+    headers: tuple[tuple[str, str], ...] = ()
+
+    def header(self, name: str) -> str | None:
+        return next((value for key, value in self.headers if key == name), None)
 
     @property
     def error_code(self) -> int:
@@ -83,6 +91,9 @@ class H2Connection:
         self.address = address
         self.sock = socket.create_connection((host, int(port)), timeout=timeout)
         self._buffer = b""
+        self._decoder = hpack.Decoder()
+        self._decoder.max_header_list_size = 1 << 20
+        self._block: tuple[int, int, bytes] | None = None  # HEADERS waiting for CONTINUATIONs
         self.frames: list[Frame] = []
         self.sock.sendall(PREFACE + frame(SETTINGS, 0, 0))
 
@@ -117,7 +128,9 @@ class H2Connection:
                     header, payload = self._buffer[:9], self._buffer[9:9 + length]
                     self._buffer = self._buffer[9 + length:]
                     stream_id = struct.unpack(">I", header[5:9])[0] & 0x7FFFFFFF
-                    received = Frame(header[3], header[4], stream_id, payload, time.monotonic())
+                    received = self._fold(Frame(header[3], header[4], stream_id, payload, time.monotonic()))
+                    if received is None:
+                        continue
                     self._answer(received)
                     self.frames.append(received)
                     return received
@@ -134,6 +147,28 @@ class H2Connection:
             if not chunk:
                 raise ConnectionClosed("EOF")
             self._buffer += chunk
+
+    def _fold(self, received: Frame) -> Frame | None:
+        """Decodes header blocks; a HEADERS frame is returned once its block is complete."""
+        if received.type == HEADERS:
+            block = received.payload
+            if received.flags & 0x8:  # PADDED
+                block = block[1:len(block) - block[0]]
+            if received.flags & 0x20:  # PRIORITY
+                block = block[5:]
+            self._block = (received.flags, received.stream_id, block)
+        elif received.type == CONTINUATION and self._block is not None:
+            flags, stream_id, block = self._block
+            self._block = (flags | (received.flags & END_HEADERS), stream_id, block + received.payload)
+        else:
+            return received
+        flags, stream_id, block = self._block
+        if not flags & END_HEADERS:
+            return None
+        self._block = None
+        headers = tuple((name.decode() if isinstance(name, bytes) else name, value.decode() if isinstance(value, bytes) else value)
+                        for name, value in self._decoder.decode(block, raw=True))
+        return Frame(HEADERS, flags, stream_id, block, received.at, headers)
 
     def _answer(self, received: Frame) -> None:
         try:

@@ -26,6 +26,8 @@ class SidecarProcess:
         self.log_path = log_path
         self.process: subprocess.Popen | None = None
         self.address = ""
+        # Set when a test stops it (stop(), or SIGTERM through `terminate()`): its exit is expected.
+        self.expected_exit = False
 
     def start(self, timeout: float = 15.0) -> "SidecarProcess":
         """Starts it and waits for the `address=…` line; RuntimeError with the log if it fails."""
@@ -55,6 +57,7 @@ class SidecarProcess:
         """SIGTERM, then SIGKILL after 15 s; returns the exit status."""
         if self.process is None:
             return None
+        self.expected_exit = True
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -63,6 +66,11 @@ class SidecarProcess:
                 self.process.kill()
                 self.process.wait()
         return self.process.returncode
+
+    def terminate(self) -> None:
+        """SIGTERM (a drain), without waiting."""
+        self.expected_exit = True
+        self.process.send_signal(signal.SIGTERM)
 
     def log_tail(self, lines: int = 40) -> str:
         try:

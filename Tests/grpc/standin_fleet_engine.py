@@ -11,6 +11,7 @@ response that echoes the entity's resource name.
 
 Special entity ids, to test relaying:
   big-…            a Vehicle answer carries 1 MiB in `current_route_segment`
+  pad-…            any answer carries 64 KiB more (an unknown field clients skip)
   fail-<code>…     after the token check, answer that status (`fail-notfound` → NOT_FOUND)
   slow-…           wait up to 5 s before answering, noting whether the caller cancelled
 Request metadata `x-standin-echo` is sent back as trailing metadata; every answer carries
@@ -60,6 +61,9 @@ from protocol_mux import ProtocolMux
 
 ONE_MIB = 1 << 20
 SLOW_SECONDS = 5.0
+# An entity whose id starts with "pad-" is answered with this many extra bytes (an unknown
+# protobuf field the clients skip), for flow-control tests.
+PADDED_ANSWER_BYTES = 64 * 1024
 _STATUS_BY_SQUASHED_NAME = {code.name.replace("_", "").lower(): code for code in grpc.StatusCode}
 
 # --------------------------------------------------------------------------------------------
@@ -229,12 +233,13 @@ class StandInFleetEngine:
     """
 
     def __init__(self, keys, *, tls: tuple[bytes, bytes] | None = None, rest: bool = False,
-                 now: Callable[[], float] = time.time, listen: str = "127.0.0.1:0"):
+                 now: Callable[[], float] = time.time, listen: str = "127.0.0.1:0", max_concurrent_streams: int | None = None):
         self.verifier = TokenVerifier(keys)
         self.tls = tls
         self.rest = rest and tls is None
         self.now = now
         self.listen = listen
+        self.max_concurrent_streams = max_concurrent_streams
         self.on_record: Callable[[CallRecord], None] | None = None
         self._lock = threading.Lock()
         self._records: list[CallRecord] = []
@@ -249,7 +254,8 @@ class StandInFleetEngine:
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=256, thread_name_prefix="standin-fe"),
             handlers=[_Handler(self)],
-            options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", 16 * ONE_MIB)],
+            options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", 16 * ONE_MIB)]
+            + ([("grpc.max_concurrent_streams", self.max_concurrent_streams)] if self.max_concurrent_streams else []),
         )
         grpc_listen = "127.0.0.1:0" if self.rest else self.listen
         if self.tls is None:
@@ -372,6 +378,8 @@ class StandInFleetEngine:
             cancelled = not context.is_active()
 
         response = method.respond(decoded.message, entity)
+        if entity.id.startswith("pad-"):
+            response = _Padded(response)
         self._record(CallRecord(entity=entity, outcome=ACCEPTED, code=grpc.StatusCode.OK, cancelled=cancelled, **seen))
         return response
 
@@ -399,7 +407,21 @@ class _Handler(grpc.GenericRpcHandler):
             response_serializer=_serialize)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Padded:
+    """An answer with PADDED_ANSWER_BYTES of unknown field 999 after it."""
+
+    message: Any
+
+
+_PADDING = (bytes([0xBA, 0x3E])  # field 999, length-delimited; then the length as a 3-byte varint
+            + bytes([0x80 | (PADDED_ANSWER_BYTES & 0x7F), (PADDED_ANSWER_BYTES >> 7) & 0x7F | 0x80, PADDED_ANSWER_BYTES >> 14])
+            + b"p" * PADDED_ANSWER_BYTES)
+
+
 def _serialize(message) -> bytes:
+    if isinstance(message, _Padded):
+        return _serialize(message.message) + _PADDING
     if isinstance(message, empty_pb2.Empty):
         return message.SerializeToString()
     return type(message).serialize(message)

@@ -1,13 +1,17 @@
 import CEvent
 
 /// One call arriving on an HTTP/2 client stream and forwarded on an upstream stream: its
-/// headers, the body bytes in flight each way, and where each side stands.
+/// headers and the body bytes in flight each way. Where the call stands lives in one place,
+/// `state` (`H2CallState`); both connections feed it events and act on what it returns.
 ///
-/// Both connections hold it while the call lives; the bodies are evbuffers so bytes move
-/// between the two sessions without extra copies.
+/// Both connections hold the call while it lives; the bodies are evbuffers so bytes move
+/// between the two sessions without extra copies. Neither side's reference keeps the other
+/// alive: the client connection is `weak` (it may be freed at shutdown while the upstream pool
+/// still queues the call), and the upstream detaches itself in `cancel`.
 final class H2Call {
     let clientStream: Int32
-    unowned let client: HTTP2ProxyConnection
+    weak var client: HTTP2ProxyConnection?
+    var state: H2CallState
 
     // Request, as the client sent it.
     var method = ""
@@ -17,22 +21,29 @@ final class H2Call {
     var grpcTimeout: Double?
     /// Regular (non-pseudo) request headers, in order, names lower-case as HTTP/2 requires.
     var headers: [(String, String)] = []
-    var headerBytes = 0
     var isGRPC: Bool { contentType.hasPrefix("application/grpc") }
     /// The gRPC method's routing rule, looked up once when the headers end.
     var rule: GRPCRouteRule?
 
     /// Request body bytes received from the client, not yet sent upstream.
     let requestBody: OpaquePointer
-    /// The client ended its side.
-    var requestEnded = false
-    /// Bytes of request body already handed to the upstream (a resend is unsafe past 0).
+    /// Bytes of request body already handed to the upstream in this attempt (a resend is
+    /// unsafe past 0).
     var requestBytesSent = 0
+    /// Request body bytes received from the client in all.
+    var requestBytesReceived = 0
+    /// The most request bytes any attempt has handed to the upstream.
+    var requestBytesForwarded = 0
+    /// Request bytes the client has been given stream credit for.
+    var requestBytesCredited = 0
+    /// Request bytes counted against the connection's and the process's budgets.
+    var bytesReserved = 0
     /// Entity and token, once known.
     var key: EntityKey?
     var token: String?
-    var routed = false
-    var started = 0.0
+    var record: CallRecord
+    /// The one timer of the call (head timeout, then `grpc-timeout` until forwarded).
+    var timer: ScheduledWork?
 
     // Upstream side.
     weak var upstream: UpstreamH2Connection?
@@ -40,43 +51,45 @@ final class H2Call {
     /// bytes as the client takes them, even after its stream has closed.
     weak var creditTo: UpstreamH2Connection?
     var upstreamStream: Int32 = -1
-    var upstreamDeferred = false
-    var attempts = 0
+    /// Times the call was handed to an upstream connection (a stream refused or a connection
+    /// lost before any byte left is tried again, up to three times).
+    var upstreamStarts = 0
     /// A copy of the request bytes sent upstream, kept (up to `replayLimit`) so the call can be
     /// sent once more with a fresh token if Fleet Engine answers UNAUTHENTICATED.
     let sentCopy: OpaquePointer
     var replayable = true
     static let replayLimit = 64 * 1024
 
+    /// Response bytes received from the upstream, taken by the client, and given back to the
+    /// upstream as stream credit (`UpstreamH2Connection.creditResponse`).
+    var responseBytesReceived = 0
+    var responseBytesTaken = 0
+    var responseBytesCredited = 0
+
     // Response, as the upstream sends it.
     var responseHeaders: [(String, String)] = []
     var responseTrailers: [(String, String)]?
-    var responseHeadReceived = false
     let responseBody: OpaquePointer
-    var responseEnded = false
-    /// The response head went to the client (from the upstream or the sidecar itself).
-    var responseSubmitted = false
-    var clientDeferred = false
-    /// Set once the client stream closed or the call was answered locally: nothing more goes
-    /// either way.
-    var finished = false
-    var deadline: ScheduledWork?
-    var status = 0
 
-    init(clientStream: Int32, client: HTTP2ProxyConnection) {
+    init(clientStream: Int32, client: HTTP2ProxyConnection, state: H2CallState, record: CallRecord) {
         self.clientStream = clientStream
         self.client = client
+        self.state = state
+        self.record = record
         requestBody = evbuffer_new()
         responseBody = evbuffer_new()
         sentCopy = evbuffer_new()
     }
 
     deinit {
-        deadline?.cancel()
+        timer?.cancel()
         evbuffer_free(requestBody)
         evbuffer_free(responseBody)
         evbuffer_free(sentCopy)
     }
+
+    /// Request bytes held for the upstream (unsent, and the copy kept for a resend).
+    var heldRequestBytes: Int { evbuffer_get_length(requestBody) + evbuffer_get_length(sentCopy) }
 
     /// Puts the request bytes already sent back in front of the unsent ones, for a resend.
     /// False when the copy was not kept (body too large).
@@ -85,8 +98,6 @@ final class H2Call {
         evbuffer_prepend_buffer(requestBody, sentCopy)
         requestBytesSent = 0
         responseHeaders.removeAll()
-        responseHeadReceived = false
-        responseEnded = false
         upstreamStream = -1
         return true
     }

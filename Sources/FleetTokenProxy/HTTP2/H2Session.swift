@@ -6,6 +6,8 @@ import CNghttp2
 protocol H2SessionDelegate: AnyObject {
     /// A header block begins: request headers (server), response headers or trailers (client).
     func h2BeginHeaders(stream: Int32)
+    /// Called for each header field unless the block passed `maxHeaderListBytes` (the stream is
+    /// then reset by nghttp2 and closes).
     func h2Header(stream: Int32, name: String, value: String)
     /// The header block is complete; `endStream` says no DATA follows.
     func h2HeadersEnded(stream: Int32, endStream: Bool)
@@ -19,6 +21,12 @@ protocol H2SessionDelegate: AnyObject {
     func h2ReadBody(stream: Int32, into buffer: UnsafeMutableRawBufferPointer) -> H2BodyRead
     /// The peer sent GOAWAY.
     func h2GoAway(lastStreamID: Int32, errorCode: UInt32)
+    /// Our side of `stream` ended: a HEADERS or DATA frame with END_STREAM went out.
+    func h2SentEndStream(stream: Int32)
+}
+
+extension H2SessionDelegate {
+    func h2SentEndStream(stream: Int32) {}
 }
 
 /// An answer to nghttp2's request for body bytes.
@@ -40,13 +48,23 @@ final class H2Session {
     private var flushPending = false
     /// Above this many bytes queued for the socket, frames wait in nghttp2 (backpressure).
     let outputHighWater: Int
+    /// A header block whose fields (name + value + 32 bytes each, RFC 9113 §6.5.2) pass this is
+    /// refused as it is decoded, before any field becomes a String: the stream is reset.
+    let maxHeaderListBytes: Int
+    /// A header block with more fields than this is refused the same way.
+    let maxHeaderCount: Int
+    /// Header-list bytes and fields of the block being received, per stream.
+    private var headerListBytes: [Int32: (bytes: Int, count: Int)] = [:]
 
     /// Creates a session; `isServer` picks the side. Automatic WINDOW_UPDATEs are off: credit is
     /// returned with `consume` once bytes have been passed on, so a slow peer slows the other.
-    init(isServer: Bool, transport: Transport, delegate: H2SessionDelegate, outputHighWater: Int = 256 * 1024) throws(H2Error) {
+    init(isServer: Bool, transport: Transport, delegate: H2SessionDelegate, outputHighWater: Int = 256 * 1024,
+         maxHeaderListBytes: Int = 64 * 1024, maxHeaderCount: Int = 1000) throws(H2Error) {
         self.transport = transport
         self.delegate = delegate
         self.outputHighWater = outputHighWater
+        self.maxHeaderListBytes = maxHeaderListBytes
+        self.maxHeaderCount = maxHeaderCount
         var callbacks: OpaquePointer?
         nghttp2_session_callbacks_new(&callbacks)
         defer { nghttp2_session_callbacks_del(callbacks) }
@@ -74,14 +92,20 @@ final class H2Session {
         nghttp2_session_del(session)
     }
 
-    /// Sends our SETTINGS (the first frame either side must send).
-    func submitSettings(maxConcurrentStreams: UInt32, initialWindowSize: UInt32 = 65_535) {
+    /// Sends our SETTINGS (the first frame either side must send), with the header list bound,
+    /// and opens the connection-level receive window to `connectionWindowSize` (it starts at
+    /// 65,535 whatever the streams' windows are).
+    func submitSettings(maxConcurrentStreams: UInt32, initialWindowSize: UInt32 = 65_535, connectionWindowSize: Int32 = 65_535) {
         guard let session else { return }
         var entries = [
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: maxConcurrentStreams),
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: initialWindowSize),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue), value: UInt32(maxHeaderListBytes)),
         ]
         nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entries, entries.count)
+        if connectionWindowSize > 65_535 {
+            nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, connectionWindowSize)
+        }
     }
 
     /// Feeds every byte in the transport's input to nghttp2. Returns an error for a protocol
@@ -124,6 +148,12 @@ final class H2Session {
     var isAlive: Bool {
         guard let session else { return false }
         return nghttp2_session_want_read(session) != 0 || nghttp2_session_want_write(session) != 0
+    }
+
+    /// True while nghttp2 has frames queued to send.
+    var wantsWrite: Bool {
+        guard let session else { return false }
+        return nghttp2_session_want_write(session) != 0
     }
 
     // MARK: Submitting
@@ -176,9 +206,30 @@ final class H2Session {
         }
     }
 
-    func goAway(errorCode: UInt32 = 0) {
+    /// Connection-level credit only: the bytes were taken off the connection (buffered for
+    /// their stream, or discarded) but the stream's own window stays where it is.
+    func consumeConnection(count: Int) {
+        guard let session, count > 0 else { return }
+        nghttp2_session_consume_connection(session, count)
+    }
+
+    /// Stream-level credit only (for bytes whose connection credit went back on arrival).
+    func consumeStream(_ stream: Int32, count: Int) {
+        guard let session, count > 0 else { return }
+        nghttp2_session_consume_stream(session, stream, count)
+    }
+
+    /// The highest stream id the session has taken from the peer.
+    var lastProcessedStreamID: Int32 {
+        guard let session else { return 0 }
+        return nghttp2_session_get_last_proc_stream_id(session)
+    }
+
+    /// Graceful GOAWAY (NO_ERROR) naming `lastStreamID`: streams up to it go on, the session
+    /// keeps reading for them; nghttp2 ignores streams the peer opens past it.
+    func goAway(lastStreamID: Int32) {
         guard let session else { return }
-        nghttp2_session_terminate_session(session, errorCode)
+        nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, UInt32(NGHTTP2_NO_ERROR.rawValue), nil, 0)
     }
 
     /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS.
@@ -210,11 +261,21 @@ final class H2Session {
     private static func install(_ callbacks: OpaquePointer) {
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
             let me = H2Session.from(userData)
+            me.headerListBytes[frame!.pointee.hd.stream_id] = (0, 0)
             me.delegate.h2BeginHeaders(stream: frame!.pointee.hd.stream_id)
             return 0
         }
         nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
             let me = H2Session.from(userData)
+            let stream = frame!.pointee.hd.stream_id
+            // Counted before anything is built from the field; past the bound nghttp2 resets the
+            // stream and decodes the rest of the block without calling back (HPACK stays in sync).
+            let seen = me.headerListBytes[stream] ?? (0, 0)
+            let total = (bytes: seen.bytes + nameLength + valueLength + 32, count: seen.count + 1)
+            me.headerListBytes[stream] = total
+            guard total.bytes <= me.maxHeaderListBytes, total.count <= me.maxHeaderCount else {
+                return Int32(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
+            }
             let n = String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self)
             let v = String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
             me.delegate.h2Header(stream: frame!.pointee.hd.stream_id, name: n, value: v)
@@ -226,6 +287,7 @@ final class H2Session {
             let endStream = hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
             switch UInt32(hd.type) {
             case NGHTTP2_HEADERS.rawValue:
+                me.headerListBytes[hd.stream_id] = nil
                 me.delegate.h2HeadersEnded(stream: hd.stream_id, endStream: endStream)
             case NGHTTP2_DATA.rawValue:
                 if endStream { me.delegate.h2DataEnded(stream: hd.stream_id) }
@@ -237,6 +299,14 @@ final class H2Session {
             }
             return 0
         }
+        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, userData in
+            let hd = frame!.pointee.hd
+            let type = UInt32(hd.type)
+            if (type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue) && hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
+                H2Session.from(userData).delegate.h2SentEndStream(stream: hd.stream_id)
+            }
+            return 0
+        }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, stream, data, length, userData in
             let me = H2Session.from(userData)
             me.delegate.h2Data(stream: stream, bytes: UnsafeRawBufferPointer(start: data, count: length))
@@ -244,6 +314,7 @@ final class H2Session {
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, stream, errorCode, userData in
             let me = H2Session.from(userData)
+            me.headerListBytes[stream] = nil
             me.delegate.h2StreamClosed(stream: stream, errorCode: errorCode)
             return 0
         }

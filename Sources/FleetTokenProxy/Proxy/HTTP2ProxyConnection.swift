@@ -7,27 +7,32 @@ import Logging
 ///
 /// Each stream is an `H2Call`: its entity is worked out from the gRPC method and first request
 /// message (or the REST path), its token attached, and it is forwarded on a stream of a shared
-/// upstream HTTP/2 connection. DATA and trailers are relayed as they come, with flow-control
-/// credit returned only once bytes have been passed on. Owned by the `ProxyServer`;
-/// `close(reason:)` is its one way out.
+/// upstream HTTP/2 connection. A thin I/O shell: where each call stands is its `H2CallState`,
+/// where the connection stands is its `H2ConnectionLifecycle`; this class feeds them what
+/// nghttp2 and the upstream report and carries out the actions they return.
+///
+/// Memory: request bytes a call holds count against `limits.maxConnectionBufferedBytes` (this
+/// connection) and `core.bufferBudget` (the process); connection-level flow-control credit goes
+/// back as bytes arrive, stream-level credit only for the first message (before routing) and
+/// then as bytes leave for the upstream, so a stream's window bounds what it can make the
+/// sidecar hold. Owned by the `ProxyServer`; `close(reason:)` is its one way out.
 final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2SessionDelegate {
     private var transport: Transport
     private var session: H2Session!
     private let core: ProxyCore
     private unowned let server: ProxyServer
     private var calls: [Int32: H2Call] = [:]
+    private var lifecycle = H2ConnectionLifecycle()
     private var logger: Logger
     private var closed = false
-    private var draining = false
+    private var closeWhenWritten = false
     private var flushScheduled = false
+    /// Request bytes held by this connection's calls (`limits.maxConnectionBufferedBytes`).
+    private var bufferedBytes = 0
     let id: Int
 
-    /// Most streams a client may have open at once on this connection.
-    static let maxConcurrentStreams: UInt32 = 256
-    /// A stream whose headers pass this many bytes is reset (bounded memory).
-    static let maxHeaderBytes = 32 * 1024
-
-    /// Takes over `transport` from the HTTP/1.1 connection that saw the HTTP/2 preface.
+    /// Takes over `transport` from the HTTP/1.1 connection that saw the HTTP/2 preface. Reads
+    /// nothing until `start()`, so the server has registered it before any input can end it.
     init(transport: Transport, core: ProxyCore, server: ProxyServer, id: Int) throws {
         self.transport = transport
         self.core = core
@@ -38,33 +43,51 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         logger[metadataKey: "protocol"] = "h2"
         self.logger = logger
         transport.delegate = self
-        session = try H2Session(isServer: true, transport: transport, delegate: self)
-        session.submitSettings(maxConcurrentStreams: Self.maxConcurrentStreams)
+        session = try H2Session(isServer: true, transport: transport, delegate: self,
+                                maxHeaderListBytes: core.limits.maxHeadBytes, maxHeaderCount: core.limits.maxHeaderCount)
+        session.submitSettings(maxConcurrentStreams: UInt32(core.limits.maxConcurrentStreams))
+    }
+
+    /// Reads the input already there (the preface and what came with it).
+    func start() {
         transportReadable(transport)
     }
 
     func close(reason: String) {
         guard !closed else { return }
         closed = true
-        for call in calls.values { abandon(call) }
+        _ = lifecycle.sessionEnded()
+        let open = Array(calls.values)
         calls.removeAll()
+        for call in open { apply(call.state.handle(.streamClosed), to: call) }
         logger.trace("connection closed", metadata: ["reason": "\(reason)"])
         session.close()
         transport.close()
         server.connectionClosed(self)
     }
 
-    /// Stops taking new streams (GOAWAY); closes once the calls in flight are done.
+    /// Stops taking new streams: GOAWAY with the last stream taken; the streams up to it
+    /// finish (the server's drain timeout bounds them), then the connection closes.
     func drain() {
-        draining = true
-        session.goAway()
+        perform(lifecycle.drain(lastProcessedStreamID: session.lastProcessedStreamID))
         flush()
-        if calls.isEmpty { close(reason: "draining") }
+    }
+
+    private func perform(_ actions: [H2ConnectionLifecycle.Action]) {
+        for action in actions {
+            switch action {
+            case .accept: break
+            case .refuse: break // the caller resets the stream
+            case .sendGoAway(let last): session.goAway(lastStreamID: last)
+            case .close: closeWhenWritten = true; flushSoon()
+            }
+        }
     }
 
     // MARK: TransportDelegate
 
     func transportReadable(_ transport: Transport) {
+        guard !closed else { return }
         do {
             try session.receiveInput()
         } catch {
@@ -81,18 +104,25 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     func transportEvent(_ transport: Transport, events: Int16) {
         let e = Int32(events)
         if e & BEV_EVENT_TIMEOUT != 0 && e & BEV_EVENT_READING != 0 && !calls.isEmpty {
-            // Quiet because its calls wait on the upstream, which has its own bounds.
+            // Quiet because its calls wait on the upstream or a token; each call has its own
+            // timer (head timeout, grpc-timeout) and the upstream its own bounds.
             transport.enableReading()
             return
         }
         close(reason: transport.describe(events: e))
     }
 
-    /// Writes what nghttp2 has queued; closes when neither side has anything left to say.
+    /// Writes what nghttp2 has queued; closes when neither side has anything left to say, or
+    /// when the lifecycle said so and all is written.
     func flush() {
         guard !closed else { return }
         session.flush()
-        if !session.isAlive && transport.outputLength == 0 { close(reason: "session ended") }
+        guard transport.outputLength == 0 else { return }
+        if !session.isAlive {
+            close(reason: "session ended")
+        } else if closeWhenWritten && !session.wantsWrite {
+            close(reason: "drained")
+        }
     }
 
     /// Flushes after the current callbacks (from the other connection's callbacks).
@@ -109,20 +139,22 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     // MARK: H2SessionDelegate — the client's side
 
     func h2BeginHeaders(stream: Int32) {
-        guard calls[stream] == nil else { return } // trailers on a request: nothing to route
+        guard calls[stream] == nil else { return } // trailers: the call's machine hears of them at their end
+        guard lifecycle.streamOpened(stream) == [.accept] else {
+            session.resetStream(stream, errorCode: UInt32(NGHTTP2_REFUSED_STREAM.rawValue))
+            return
+        }
         core.statistics.calls += 1
-        let call = H2Call(clientStream: stream, client: self)
-        call.started = core.clock.monotonicNow
+        let now = core.clock.monotonicNow
+        let call = H2Call(clientStream: stream, client: self,
+                          state: H2CallState(now: now, headTimeout: core.limits.headTimeout, ioTimeout: core.limits.ioTimeout),
+                          record: CallRecord(protocolName: "h2", started: now))
         calls[stream] = call
     }
 
     func h2Header(stream: Int32, name: String, value: String) {
-        guard let call = calls[stream], !call.routed else { return }
-        call.headerBytes += name.utf8.count + value.utf8.count + 32
-        if call.headerBytes > Self.maxHeaderBytes {
-            fail(call, .requestTooLarge("request headers are over \(Self.maxHeaderBytes) bytes"))
-            return
-        }
+        // Only the request head is read: trailers are never forwarded (nor their grpc-timeout).
+        guard let call = calls[stream], call.state.phase == .receivingHead else { return }
         switch name {
         case ":method": call.method = value
         case ":path": call.path = value
@@ -136,67 +168,43 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     }
 
     func h2HeadersEnded(stream: Int32, endStream: Bool) {
-        guard let call = calls[stream], !call.finished else { return }
-        if endStream { call.requestEnded = true }
-        guard call.key == nil, !call.routed else { return }
-        if let timeout = call.grpcTimeout {
-            call.deadline = core.loop.schedule(after: timeout) { [weak self, weak call] in
-                guard let self, let call, !call.responseSubmitted, !call.finished else { return }
-                self.fail(call, grpcStatus: 4, message: "deadline exceeded while the sidecar waited for the entity's token")
-            }
+        guard let call = calls[stream] else { return }
+        if call.state.phase == .receivingHead {
+            call.record.protocolName = call.isGRPC ? "grpc" : "h2"
+            call.record.method = call.method
+            call.record.target = call.path
+            call.state.setCallDeadline(call.grpcTimeout.map { core.clock.monotonicNow + $0 })
         }
-        if call.isGRPC {
-            guard let rule = GRPCRoute.rule(forPath: call.path) else {
-                fail(call, .notFleetEngineCall("\(call.path.prefix(96)) is not a Fleet Engine gRPC method"))
-                return
-            }
-            call.rule = rule
-            routeGRPC(call)
-        } else {
-            switch RESTRoute.classify(method: call.method, target: call.path) {
-            case .failure(let failure): fail(call, failure)
-            case .success(let key): routed(call, key: key)
-            }
-        }
+        apply(call.state.handle(.headBlockEnded(endStream: endStream)), to: call)
     }
 
     func h2Data(stream: Int32, bytes: UnsafeRawBufferPointer) {
-        guard let call = calls[stream], !call.finished else {
-            session.consume(stream: stream, count: bytes.count)
+        guard let call = calls[stream] else {
+            session.consumeConnection(count: bytes.count)
             return
         }
-        evbuffer_add(call.requestBody, bytes.baseAddress, bytes.count)
-        if !call.routed {
-            // Until the call is routed its first message is read here, so the window must
-            // open for it; the bound is the largest first message (GRPCMessageFrame).
-            session.consume(stream: stream, count: bytes.count)
-            if call.key == nil && call.isGRPC { routeGRPC(call) }
-        } else if call.upstreamDeferred, let upstream = call.upstream {
-            upstream.resume(call)
-        }
+        apply(call.state.handle(.data), to: call, data: bytes)
     }
 
     func h2DataEnded(stream: Int32) {
-        guard let call = calls[stream], !call.finished else { return }
-        call.requestEnded = true
-        if !call.routed && call.key == nil && call.isGRPC { routeGRPC(call) }
-        if call.routed, call.upstreamDeferred, let upstream = call.upstream { upstream.resume(call) }
+        guard let call = calls[stream] else { return }
+        apply(call.state.handle(.dataEnded), to: call)
     }
 
     func h2StreamClosed(stream: Int32, errorCode: UInt32) {
         guard let call = calls.removeValue(forKey: stream) else { return }
-        if !call.responseEnded || errorCode != 0 { abandon(call) }
-        call.finished = true
-        call.deadline?.cancel()
-        logCall(call)
-        if draining && calls.isEmpty { flushSoon() }
+        apply(call.state.handle(.streamClosed), to: call)
+        perform(lifecycle.streamClosed())
     }
 
     func h2ReadBody(stream: Int32, into buffer: UnsafeMutableRawBufferPointer) -> H2BodyRead {
         guard let call = calls[stream] else { return .bytes(0, end: true, trailers: false) }
         let n = Int(evbuffer_remove(call.responseBody, buffer.baseAddress, buffer.count))
-        if n > 0, let upstream = call.creditTo { upstream.consume(call, count: n) }
-        if evbuffer_get_length(call.responseBody) == 0 && call.responseEnded {
+        if n > 0 {
+            call.creditTo?.consume(call, count: n)
+            apply(call.state.handle(.responseTaken(now: core.clock.monotonicNow, drained: evbuffer_get_length(call.responseBody) == 0)), to: call)
+        }
+        if evbuffer_get_length(call.responseBody) == 0 && call.state.responseEnded {
             if let trailers = call.responseTrailers {
                 session.submitTrailer(stream: stream, trailers)
                 return .bytes(max(n, 0), end: true, trailers: true)
@@ -204,209 +212,330 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
             return .bytes(max(n, 0), end: true, trailers: false)
         }
         if n <= 0 {
-            call.clientDeferred = true
+            apply(call.state.handle(.clientBodyStalled), to: call)
             return .deferred
         }
         return .bytes(n, end: false, trailers: false)
     }
 
     func h2GoAway(lastStreamID: Int32, errorCode: UInt32) {
-        draining = true
+        perform(lifecycle.peerGoAway())
+    }
+
+    func h2SentEndStream(stream: Int32) {
+        guard let call = calls[stream] else { return }
+        apply(call.state.handle(.answerSent), to: call)
+    }
+
+    // MARK: Carrying out the call's actions
+
+    /// Does what the call's machine said, in order. `data` is the chunk a `.data` event was about.
+    private func apply(_ actions: [H2CallState.Action], to call: H2Call, data: UnsafeRawBufferPointer? = nil) {
+        for action in actions {
+            switch action {
+            case .route:
+                route(call)
+            case .fetchToken:
+                fetchToken(call)
+            case .startUpstream:
+                core.statistics.forwarded += 1
+                core.upstreamH2.start(call)
+            case .retryWithFreshToken:
+                if let upstream = call.upstream { upstream.cancel(call, errorCode: UInt32(NGHTTP2_NO_ERROR.rawValue)) }
+                _ = call.rewindRequest()
+                if let key = call.key, let old = call.token { core.cache.invalidate(key, token: old) }
+                call.token = nil
+            case .relayHead(let endStream):
+                relayHead(call, endStream: endStream)
+            case .resumeClientBody:
+                session.resumeData(stream: call.clientStream)
+                flushSoon()
+            case .resumeUpstreamBody:
+                call.upstream?.resume(call)
+            case .buffer:
+                guard let data else { break }
+                buffer(call, data)
+            case .discard:
+                if let data { session.consumeConnection(count: data.count) }
+            case .answer(let why):
+                answer(call, why)
+            case .resetClient(let code):
+                session.resetStream(call.clientStream, errorCode: code)
+                flushSoon()
+            case .cancelUpstream:
+                call.upstream?.cancel(call, errorCode: UInt32(NGHTTP2_CANCEL.rawValue))
+                returnResponseCredit(call)
+            case .armTimer(let at):
+                armTimer(call, at: at)
+            case .cancelTimer:
+                call.timer?.cancel()
+                call.timer = nil
+            case .releaseBuffers:
+                releaseRequestBytes(call)
+                returnResponseCredit(call)
+            case .finish:
+                call.record.entityType = call.key?.type.rawValue
+                call.record.finish(core: core, logger: logger, extra: ["stream": "\(call.clientStream)"])
+            }
+        }
+    }
+
+    private func armTimer(_ call: H2Call, at: Double) {
+        call.timer?.cancel()
+        call.timer = nil
+        guard at.isFinite else { return }
+        call.timer = core.loop.schedule(after: max(0, at - core.clock.monotonicNow)) { [weak self, weak call] in
+            guard let self, let call else { return }
+            call.timer = nil
+            apply(call.state.handle(.tick(now: core.clock.monotonicNow)), to: call)
+        }
+    }
+
+    // MARK: Request bytes
+
+    /// Keeps `data` for the upstream if the connection's and the process's budgets allow;
+    /// refuses the call (RESOURCE_EXHAUSTED) otherwise. Connection credit goes back at once.
+    private func buffer(_ call: H2Call, _ data: UnsafeRawBufferPointer) {
+        session.consumeConnection(count: data.count)
+        let limits = core.limits
+        let overFirstMessage = call.state.phase == .routing
+            && evbuffer_get_length(call.requestBody) + data.count > limits.maxFirstMessageBytes + GRPCMessageFrame.headerLength
+        if overFirstMessage || bufferedBytes + data.count > limits.maxConnectionBufferedBytes || !core.bufferBudget.reserve(data.count) {
+            let why = overFirstMessage ? "the first request message is over \(limits.maxFirstMessageBytes) bytes"
+                : "the sidecar holds too many request bytes; try again later"
+            refuse(call, .requestTooLarge(why))
+            return
+        }
+        call.bytesReserved += data.count
+        bufferedBytes += data.count
+        evbuffer_add(call.requestBody, data.baseAddress, data.count)
+        call.requestBytesReceived += data.count
+        creditStream(call)
+    }
+
+    /// Stream credit up to what the call may hold: its first message while it is routed, then
+    /// what has left for the upstream. Never more than was received, never twice for a byte.
+    private func creditStream(_ call: H2Call) {
+        let allowance = call.state.phase == .routing ? core.limits.maxFirstMessageBytes + GRPCMessageFrame.headerLength : 0
+        let target = min(call.requestBytesReceived, max(allowance, call.requestBytesForwarded))
+        guard target > call.requestBytesCredited else { return }
+        session.consumeStream(call.clientStream, count: target - call.requestBytesCredited)
+        call.requestBytesCredited = target
+    }
+
+    /// Releases budget for request bytes the call no longer holds.
+    private func settleBudget(_ call: H2Call, holding: Int) {
+        let freed = call.bytesReserved - holding
+        guard freed > 0 else { return }
+        call.bytesReserved = holding
+        bufferedBytes -= freed
+        core.bufferBudget.release(freed)
+    }
+
+    private func releaseRequestBytes(_ call: H2Call) {
+        settleBudget(call, holding: 0)
+    }
+
+    /// Credit for response bytes the client will never take goes back to the upstream, so a
+    /// reset or abandoned stream cannot shrink the shared connection's window.
+    private func returnResponseCredit(_ call: H2Call) {
+        let left = evbuffer_get_length(call.responseBody)
+        guard left > 0, let upstream = call.creditTo else { return }
+        evbuffer_drain(call.responseBody, left)
+        upstream.consume(call, count: left)
     }
 
     // MARK: Routing
 
-    /// Reads the first gRPC message once it is complete, and works out the entity.
-    private func routeGRPC(_ call: H2Call) {
-        guard let rule = call.rule else { return }
-        let length = evbuffer_get_length(call.requestBody)
-        guard length > 0, let base = evbuffer_pullup(call.requestBody, length) else {
-            if call.requestEnded { fail(call, .invalidEntity("the call has no request message")) }
-            return
-        }
-        let received = UnsafeRawBufferPointer(start: base, count: length)
-        switch GRPCMessageFrame.firstMessage(in: received) {
-        case .needMore:
-            if call.requestEnded { fail(call, .invalidEntity("the request message is cut short")) }
-        case .invalid(let failure):
-            fail(call, failure)
-        case .complete(let compressed, let payload):
-            let message = UnsafeRawBufferPointer(rebasing: received[payload])
-            let result: Result<EntityKey, ProxyFailure>
-            if compressed {
-                guard call.grpcEncoding == "gzip" else {
-                    fail(call, grpcStatus: 12, message: "grpc-encoding \(call.grpcEncoding ?? "(none)") is not supported by the sidecar; use gzip or identity")
-                    return
-                }
-                switch GzipInflate.inflate(message) {
-                case .failure(let failure): result = .failure(failure)
-                case .success(let inflated): result = inflated.withUnsafeBytes { GRPCRoute.classify(rule: rule, message: $0) }
-                }
-            } else {
-                result = GRPCRoute.classify(rule: rule, message: message)
-            }
-            switch result {
-            case .failure(let failure): fail(call, failure)
+    /// Works out the entity once the head (REST) or the first message (gRPC) is complete.
+    private func route(_ call: H2Call) {
+        guard call.state.phase == .routing else { return }
+        if !call.isGRPC {
+            switch RESTRoute.classify(method: call.method, target: call.path) {
+            case .failure(let failure): refuse(call, failure)
             case .success(let key): routed(call, key: key)
             }
+            return
+        }
+        if call.rule == nil {
+            guard let rule = GRPCRoute.rule(forPath: call.path) else {
+                refuse(call, .notFleetEngineCall("\(call.path.prefix(96)) is not a Fleet Engine gRPC method"))
+                return
+            }
+            call.rule = rule
+        }
+        routeGRPC(call, rule: call.rule!)
+    }
+
+    /// Reads the first gRPC message once it is complete: its length prefix says when, so the
+    /// buffer is made contiguous once, not on every DATA frame.
+    private func routeGRPC(_ call: H2Call, rule: GRPCRouteRule) {
+        let length = evbuffer_get_length(call.requestBody)
+        var prefix = [UInt8](repeating: 0, count: min(length, GRPCMessageFrame.headerLength))
+        if !prefix.isEmpty { evbuffer_copyout(call.requestBody, &prefix, prefix.count) }
+        let headerVerdict = prefix.withUnsafeBytes {
+            GRPCMessageFrame.firstMessage(in: $0, maxLength: core.limits.maxFirstMessageBytes)
+        }
+        let total: Int
+        switch headerVerdict {
+        case .invalid(let failure):
+            refuse(call, failure)
+            return
+        case .needMore(let needed):
+            total = needed
+        case .complete(_, let payload):
+            total = payload.upperBound
+        }
+        guard length >= total, length > 0, let base = evbuffer_pullup(call.requestBody, total) else {
+            if call.state.requestEnded {
+                refuse(call, .invalidEntity(length == 0 ? "the call has no request message" : "the request message is cut short"))
+            }
+            return
+        }
+        guard case .complete(let compressed, let payload) = GRPCMessageFrame.firstMessage(
+            in: UnsafeRawBufferPointer(start: base, count: total), maxLength: core.limits.maxFirstMessageBytes) else { return }
+        let message = UnsafeRawBufferPointer(start: base + payload.lowerBound, count: payload.count)
+        let result: Result<EntityKey, ProxyFailure>
+        if compressed {
+            guard call.grpcEncoding == "gzip" else {
+                apply(call.state.handle(.refused(.grpcStatus(12, "grpc-encoding \(call.grpcEncoding ?? "(none)") is not supported by the sidecar; use gzip or identity"))), to: call)
+                return
+            }
+            switch GzipInflate.inflate(message) {
+            case .failure(let failure): result = .failure(failure)
+            case .success(let inflated): result = inflated.withUnsafeBytes { GRPCRoute.classify(rule: rule, message: $0) }
+            }
+        } else {
+            result = GRPCRoute.classify(rule: rule, message: message)
+        }
+        switch result {
+        case .failure(let failure): refuse(call, failure)
+        case .success(let key): routed(call, key: key)
         }
     }
 
-    /// The entity is known: get its token, then forward.
     private func routed(_ call: H2Call, key: EntityKey) {
         call.key = key
+        apply(call.state.handle(.routed), to: call)
+    }
+
+    private func refuse(_ call: H2Call, _ failure: ProxyFailure) {
+        apply(call.state.handle(.refused(.failure(failure))), to: call)
+    }
+
+    /// Gets the entity's token; its arrival moves the call on (unless the call ended meanwhile).
+    private func fetchToken(_ call: H2Call) {
+        guard let key = call.key else { return }
+        // Answered before `token(for:)` returns: a cache hit, and the caller flushes.
+        var returned = false
         core.cache.token(for: key) { [weak self, weak call] result in
-            guard let self, let call, !call.finished, !call.responseSubmitted else { return }
+            guard let self, let call else { return }
+            if call.record.cacheOutcome == nil { call.record.cacheOutcome = returned ? "miss" : "hit" }
             switch result {
             case .failure(let failure):
-                self.fail(call, failure)
+                apply(call.state.handle(.tokenFailed(failure)), to: call)
             case .success(let token):
                 call.token = token
-                call.routed = true
-                call.deadline?.cancel()
-                call.deadline = nil
-                self.core.statistics.forwarded += 1
-                self.core.upstreamH2.start(call)
+                apply(call.state.handle(.tokenArrived), to: call)
             }
-            self.flushSoon()
+            if returned { flushSoon() }
         }
+        returned = true
     }
 
     // MARK: Answers from the upstream (called by UpstreamH2Connection)
 
-    /// The upstream's response head arrived: pass it on (a trailers-only answer ends here).
-    func upstreamResponseHead(_ call: H2Call, endStream: Bool) {
-        guard !call.finished, !call.responseSubmitted else { return }
-        call.responseSubmitted = true
-        var headers: [(String, String)] = []
-        headers.reserveCapacity(call.responseHeaders.count)
-        for (name, value) in call.responseHeaders where !HopByHop.dropFromH2Response(name) {
-            if name == ":status" { call.status = Int(value) ?? 0; headers.insert((name, value), at: 0) } else { headers.append((name, value)) }
-        }
-        core.statistics.upstreamStatus[call.status, default: 0] += 1
-        session.submitResponse(stream: call.clientStream, headers, hasBody: !endStream)
+    /// The upstream's response head arrived. `retryable`: an UNAUTHENTICATED/401 answer that
+    /// may be sent again with a fresh token.
+    func upstreamResponseHead(_ call: H2Call, endStream: Bool, retryable: Bool) {
+        apply(call.state.handle(.upstreamHead(endStream: endStream, retryable: retryable && call.replayable)), to: call)
+    }
+
+    /// The upstream's response ended (DATA END_STREAM or trailers).
+    func upstreamResponseEnded(_ call: H2Call) {
+        apply(call.state.handle(.upstreamEnded), to: call)
         flushSoon()
     }
 
-    /// More response body or the end is available for a stream that was waiting.
+    /// More response body is there for a stream that may be waiting.
     func upstreamResponseProgress(_ call: H2Call) {
-        guard !call.finished, call.responseSubmitted else { return }
-        if call.clientDeferred {
-            call.clientDeferred = false
-            session.resumeData(stream: call.clientStream)
-        }
+        apply(call.state.handle(.responseBytes(now: core.clock.monotonicNow)), to: call)
         flushSoon()
     }
 
-    /// Gives the client credit for request bytes the upstream took.
+    /// The upstream stream's body provider has no request bytes to send and waits.
+    func upstreamBodyStalled(_ call: H2Call) {
+        apply(call.state.handle(.upstreamBodyStalled), to: call)
+    }
+
+    /// The upstream took `count` request bytes: stream credit for them, budget back.
     func requestBytesForwarded(_ call: H2Call, count: Int) {
-        session.consume(stream: call.clientStream, count: count)
+        call.requestBytesForwarded = max(call.requestBytesForwarded, call.requestBytesSent)
+        settleBudget(call, holding: call.heldRequestBytes)
+        creditStream(call)
         flushSoon()
     }
 
     /// The upstream stream broke. Before any answer: an error the client's library
-    /// understands; after: the stream is reset with the upstream's code.
+    /// understands; after: the stream is reset.
     func upstreamFailed(_ call: H2Call, failure: ProxyFailure, errorCode: UInt32) {
-        guard !call.finished else { return }
-        if call.responseSubmitted {
-            session.resetStream(call.clientStream, errorCode: errorCode == 0 ? UInt32(NGHTTP2_INTERNAL_ERROR.rawValue) : errorCode)
-            call.finished = true
-            flushSoon()
-        } else {
-            fail(call, failure)
-        }
+        apply(call.state.handle(.upstreamFailed(failure)), to: call)
     }
 
-    /// Fleet Engine refused the call's token: drop it from the cache and forward the call once
-    /// more with a fresh one.
-    func retryWithFreshToken(_ call: H2Call) {
-        guard !call.finished, let key = call.key else { return }
-        if let old = call.token { core.cache.invalidate(key, token: old) }
-        call.token = nil
-        call.routed = false
-        routed(call, key: key)
+    private func relayHead(_ call: H2Call, endStream: Bool) {
+        var headers: [(String, String)] = []
+        headers.reserveCapacity(call.responseHeaders.count)
+        for (name, value) in call.responseHeaders where !HopByHop.dropFromH2Response(name) {
+            if name == ":status" { call.record.status = Int(value) ?? 0; headers.insert((name, value), at: 0) } else { headers.append((name, value)) }
+        }
+        core.statistics.upstreamStatus[call.record.status, default: 0] += 1
+        session.submitResponse(stream: call.clientStream, headers, hasBody: !endStream)
+        flushSoon()
     }
 
     // MARK: Answers from the sidecar itself
 
-    private func fail(_ call: H2Call, _ failure: ProxyFailure) {
-        if call.isGRPC {
-            fail(call, grpcStatus: failure.grpcStatus, message: failure.message, httpStatus: nil)
-        } else {
-            guard !call.responseSubmitted, !call.finished else { return }
-            call.responseSubmitted = true
-            call.status = failure.httpStatus
-            core.statistics.refusedByStatus[failure.httpStatus, default: 0] += 1
-            let body = ErrorResponse.jsonBody(failure)
-            evbuffer_add(call.responseBody, body, body.count)
-            call.responseEnded = true
-            detachUpstream(call)
-            session.submitResponse(stream: call.clientStream, [
-                (":status", "\(failure.httpStatus)"), ("content-type", "application/json; charset=UTF-8"),
-                ("content-length", "\(body.count)"),
-            ], hasBody: true)
-            flushSoon()
+    private func answer(_ call: H2Call, _ why: H2CallState.LocalAnswer) {
+        switch why {
+        case .grpcStatus(let status, let message):
+            answer(call, grpcStatus: status, message: message)
+        case .failure(let failure):
+            if call.isGRPC {
+                answer(call, grpcStatus: failure.grpcStatus, message: failure.message)
+            } else {
+                answerREST(call, failure)
+            }
+        case .deadline:
+            answer(call, grpcStatus: 4, message: "deadline exceeded while the sidecar waited for the entity's token")
+        case .headTimeout:
+            let message = "the request head or first message did not arrive within \(core.limits.headTimeout) s"
+            if call.isGRPC { answer(call, grpcStatus: 4, message: message) } else { answerREST(call, .malformedRequest(message)) }
         }
     }
 
+    private func answerREST(_ call: H2Call, _ failure: ProxyFailure) {
+        call.record.status = failure.httpStatus
+        call.record.refusal = failure.message
+        core.statistics.refusedByStatus[failure.httpStatus, default: 0] += 1
+        let body = ErrorResponse.jsonBody(failure)
+        evbuffer_add(call.responseBody, body, body.count)
+        session.submitResponse(stream: call.clientStream, [
+            (":status", "\(failure.httpStatus)"), ("content-type", "application/json; charset=UTF-8"),
+            ("content-length", "\(body.count)"),
+        ], hasBody: true)
+        flushSoon()
+    }
+
     /// A trailers-only gRPC answer (HEADERS with END_STREAM) carrying `grpcStatus`.
-    private func fail(_ call: H2Call, grpcStatus: Int, message: String, httpStatus: Int? = nil) {
-        guard !call.responseSubmitted, !call.finished else { return }
-        call.responseSubmitted = true
-        call.responseEnded = true
-        call.status = 200
+    private func answer(_ call: H2Call, grpcStatus: Int, message: String) {
+        call.record.status = 200
+        call.record.refusal = message
         core.statistics.refusedByGRPCStatus[grpcStatus, default: 0] += 1
-        detachUpstream(call)
         logger.debug("refused", metadata: ["stream": "\(call.clientStream)", "grpc_status": "\(grpcStatus)", "reason": "\(message)"])
         session.submitResponse(stream: call.clientStream, [
             (":status", "200"), ("content-type", "application/grpc"),
             ("grpc-status", "\(grpcStatus)"), ("grpc-message", GRPCMessage.percentEncoded(message)),
         ], hasBody: false)
         flushSoon()
-    }
-
-    /// The call will not be forwarded any more: cancel its upstream stream if it has one.
-    private func detachUpstream(_ call: H2Call) {
-        call.deadline?.cancel()
-        call.deadline = nil
-        if let upstream = call.upstream { upstream.cancel(call) }
-    }
-
-    /// The client went away or reset the stream: stop the upstream side too.
-    private func abandon(_ call: H2Call) {
-        call.finished = true
-        call.deadline?.cancel()
-        if let upstream = call.upstream { upstream.cancel(call) }
-    }
-
-    private func logCall(_ call: H2Call) {
-        let seconds = core.clock.monotonicNow - call.started
-        core.metrics.callFinished(protocol: call.isGRPC ? "grpc" : "h2", code: call.status, seconds: seconds)
-        core.accessLogger?.info("call", metadata: [
-            "method": "\(call.method)", "route": "\(call.path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0].prefix(128))",
-            "entity_type": "\(call.key?.type.rawValue ?? "-")", "status": "\(call.status)", "ms": "\(Int(seconds * 1000))",
-        ])
-        guard logger.logLevel <= .debug else { return }
-        let ms = seconds * 1000
-        logger.debug("call", metadata: [
-            "stream": "\(call.clientStream)", "path": "\(call.path.prefix(96))",
-            "entity_type": "\(call.key?.type.rawValue ?? "-")", "status": "\(call.status)", "ms": "\(Int(ms))",
-        ])
-    }
-}
-
-/// gRPC's `grpc-message` value: percent-encoded UTF-8 (gRPC over HTTP/2 spec).
-enum GRPCMessage {
-    static func percentEncoded(_ text: String) -> String {
-        var out = ""
-        for byte in text.utf8 {
-            if byte >= 0x20 && byte <= 0x7E && byte != 0x25 {
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            } else {
-                let hex = String(byte, radix: 16, uppercase: true)
-                out += "%" + (hex.count == 1 ? "0" + hex : hex)
-            }
-        }
-        return out
     }
 }

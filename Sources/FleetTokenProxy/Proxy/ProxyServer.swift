@@ -65,7 +65,11 @@ final class ProxyServer {
         connections.removeValue(forKey: ObjectIdentifier(old))
         do {
             let h2 = try HTTP2ProxyConnection(transport: transport, core: core, server: self, id: old.id)
+            // Registered before it reads: input that ends the session at once (preface,
+            // SETTINGS and GOAWAY in one write) must find it here to remove it.
             connections[ObjectIdentifier(h2)] = h2
+            if draining { h2.drain() }
+            h2.start()
         } catch {
             core.logger.warning("cannot start an HTTP/2 session", metadata: ["error": "\(error)"])
             transport.close()

@@ -20,6 +20,11 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
     private var flushScheduled = false
     private let loop: EventLoop
     let id: Int
+    /// Most streams this side opens at once, and each stream's receive window.
+    static let maxStreams = 100
+    static let streamWindow = 256 * 1024
+    /// Response bytes a stream may hold for a client that has not taken them, beyond its window.
+    static let responseBufferBound = 256 * 1024
 
     init(bev: OpaquePointer, pool: UpstreamH2Pool, origin: Origin, isTLS: Bool, loop: EventLoop, id: Int) {
         self.pool = pool
@@ -36,8 +41,8 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
     /// Room for one more stream within the peer's SETTINGS_MAX_CONCURRENT_STREAMS.
     var hasRoom: Bool {
         switch state {
-        case .connecting: return load < 100
-        case .ready: return load < max(1, min(session?.remoteMaxConcurrentStreams ?? 100, 1000))
+        case .connecting: return load < Self.maxStreams
+        case .ready: return load < max(1, min(session?.remoteMaxConcurrentStreams ?? Self.maxStreams, Self.maxStreams))
         case .goingAway, .closed: return false
         }
     }
@@ -47,7 +52,7 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
     /// Sends `call` on this connection now, or once it is ready.
     func start(_ call: H2Call) {
         call.upstream = self
-        call.attempts += 1
+        call.upstreamStarts += 1
         guard state == .ready, let session else {
             pending.append(call)
             return
@@ -59,11 +64,11 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
         headers.reserveCapacity(call.headers.count + 5)
         headers.append(contentsOf: call.headers)
         headers.append(("authorization", "Bearer " + (call.token ?? "")))
-        let hasBody = !call.requestEnded || evbuffer_get_length(call.requestBody) > 0
+        let hasBody = !call.state.requestEnded || evbuffer_get_length(call.requestBody) > 0
         let stream = session.submitRequest(headers, hasBody: hasBody)
         guard stream > 0 else {
             call.upstream = nil
-            call.client.upstreamFailed(call, failure: .upstreamUnavailable("cannot open a stream to \(origin)"), errorCode: 0)
+            call.client?.upstreamFailed(call, failure: .upstreamUnavailable("cannot open a stream to \(origin)"), errorCode: 0)
             return
         }
         call.upstreamStream = stream
@@ -74,24 +79,36 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
 
     /// More request body (or its end) is there for a call whose body was deferred.
     func resume(_ call: H2Call) {
-        guard call.upstreamDeferred, call.upstreamStream > 0, let session else { return }
-        call.upstreamDeferred = false
+        guard call.upstreamStream > 0, let session else { return }
         session.resumeData(stream: call.upstreamStream)
         flushSoon()
     }
 
-    /// Credit for response bytes the client side has taken.
+    /// The client side took `count` response bytes.
     func consume(_ call: H2Call, count: Int) {
-        session?.consume(stream: call.upstreamStream, count: count)
+        call.responseBytesTaken += count
+        creditResponse(call)
         flushSoon()
     }
 
-    /// The client side gave up on `call`: reset its upstream stream.
-    func cancel(_ call: H2Call) {
+    /// Stream credit for response bytes, so that at most `responseBufferBound` bytes the client
+    /// has not taken are held (plus the stream window in flight). An answer that fits is
+    /// credited in full as it arrives, so its upstream stream ends and frees its slot even if
+    /// the client never reads; connection credit went back on arrival.
+    private func creditResponse(_ call: H2Call) {
+        let target = min(call.responseBytesReceived, call.responseBytesTaken + Self.responseBufferBound)
+        guard target > call.responseBytesCredited else { return }
+        if call.upstreamStream > 0 { session?.consumeStream(call.upstreamStream, count: target - call.responseBytesCredited) }
+        call.responseBytesCredited = target
+    }
+
+    /// The client side gave up on `call` (or sends it again with a fresh token): reset its
+    /// upstream stream with `errorCode`.
+    func cancel(_ call: H2Call, errorCode: UInt32) {
         if let i = pending.firstIndex(where: { $0 === call }) { pending.remove(at: i) }
         call.upstream = nil
         guard call.upstreamStream > 0, streams.removeValue(forKey: call.upstreamStream) != nil else { return }
-        session?.resetStream(call.upstreamStream, errorCode: UInt32(NGHTTP2_CANCEL.rawValue))
+        session?.resetStream(call.upstreamStream, errorCode: errorCode)
         flushSoon()
         pool.loadChanged(self)
     }
@@ -139,7 +156,12 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
         // The connect timeout stays as the idle bound: an idle connection is closed after it.
         do {
             let session = try H2Session(isServer: false, transport: transport, delegate: self)
-            session.submitSettings(maxConcurrentStreams: 100, initialWindowSize: 1 << 20)
+            // Each stream may hold `streamWindow` bytes of answer its client has not taken
+            // (stream credit comes back as the client takes bytes); connection credit goes back
+            // on arrival, and the connection window is opened wide so a burst of answers on
+            // many streams flows without waiting for WINDOW_UPDATEs.
+            session.submitSettings(maxConcurrentStreams: UInt32(Self.maxStreams), initialWindowSize: UInt32(Self.streamWindow),
+                                   connectionWindowSize: Int32(Self.streamWindow * Self.maxStreams))
             self.session = session
         } catch {
             pool.discard(self, reason: "\(error)")
@@ -148,7 +170,7 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
         state = .ready
         let waiting = pending
         pending.removeAll()
-        for call in waiting where !call.finished { start(call) }
+        for call in waiting where !call.state.isFinished { start(call) }
         flush()
         pool.loadChanged(self)
     }
@@ -175,7 +197,7 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
 
     func h2BeginHeaders(stream: Int32) {
         guard let call = streams[stream] else { return }
-        if call.responseHeadReceived { call.responseTrailers = [] }
+        if call.state.phase == .relaying { call.responseTrailers = [] } // a second block: trailers
     }
 
     func h2Header(stream: Int32, name: String, value: String) {
@@ -188,64 +210,55 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
     }
 
     func h2HeadersEnded(stream: Int32, endStream: Bool) {
-        guard let call = streams[stream] else { return }
-        if !call.responseHeadReceived {
+        guard let call = streams[stream], let client = call.client else { return }
+        if call.state.phase == .forwarding {
             // An interim 1xx head is not the answer.
             if let status = call.responseHeaders.first(where: { $0.0 == ":status" })?.1, status.hasPrefix("1") {
                 call.responseHeaders.removeAll()
                 return
             }
-            if endStream && call.attempts == 1 && Self.isUnauthenticated(call.responseHeaders) {
-                // Revoked or rotated token: one more try with a fresh one, unseen by the client.
-                streams.removeValue(forKey: stream)
-                session?.resetStream(stream, errorCode: UInt32(NGHTTP2_NO_ERROR.rawValue))
-                call.upstream = nil
-                if call.rewindRequest() {
-                    call.client.retryWithFreshToken(call)
-                    pool.loadChanged(self)
-                    return
-                }
-                streams[stream] = call
-                call.upstream = self
-            }
-            call.responseHeadReceived = true
-            if endStream { call.responseEnded = true }
-            call.client.upstreamResponseHead(call, endStream: endStream)
+            // A revoked or rotated token: the call's machine decides on one more try with a
+            // fresh one, unseen by the client (it then cancels this stream).
+            client.upstreamResponseHead(call, endStream: endStream, retryable: endStream && Self.isUnauthenticated(call.responseHeaders))
         } else {
             // Trailers end the response.
-            call.responseEnded = true
-            call.client.upstreamResponseProgress(call)
+            client.upstreamResponseEnded(call)
         }
     }
 
     func h2Data(stream: Int32, bytes: UnsafeRawBufferPointer) {
-        guard let call = streams[stream], !call.finished else {
+        guard let call = streams[stream], let client = call.client, !call.state.isFinished else {
             session?.consume(stream: stream, count: bytes.count)
             return
         }
+        // Connection credit at once, stream credit up to a bound ahead of the client: a client
+        // that never reads cannot shrink the window the connection's other streams share, nor
+        // keep a small answer's upstream stream open.
+        session?.consumeConnection(count: bytes.count)
         evbuffer_add(call.responseBody, bytes.baseAddress, bytes.count)
-        call.client.upstreamResponseProgress(call)
+        call.responseBytesReceived += bytes.count
+        creditResponse(call)
+        client.upstreamResponseProgress(call)
     }
 
     func h2DataEnded(stream: Int32) {
         guard let call = streams[stream] else { return }
-        call.responseEnded = true
-        call.client.upstreamResponseProgress(call)
+        call.client?.upstreamResponseEnded(call)
     }
 
     func h2StreamClosed(stream: Int32, errorCode: UInt32) {
         guard let call = streams.removeValue(forKey: stream) else { return }
         defer { pool.loadChanged(self) }
         call.upstream = nil
-        if call.responseEnded && errorCode == 0 { return }
+        if call.state.responseEnded && errorCode == 0 { return }
         // Refused before the upstream did anything with it, and nothing of its body has left:
         // safe to send again on another connection.
-        if errorCode == UInt32(NGHTTP2_REFUSED_STREAM.rawValue) && call.requestBytesSent == 0 && call.attempts < 3 && !call.finished {
+        if errorCode == UInt32(NGHTTP2_REFUSED_STREAM.rawValue) && call.requestBytesSent == 0 && call.upstreamStarts < 3 && !call.state.isFinished {
             call.upstreamStream = -1
             pool.start(call)
             return
         }
-        call.client.upstreamFailed(call, failure: .upstreamUnavailable(
+        call.client?.upstreamFailed(call, failure: .upstreamUnavailable(
             "\(origin) reset the stream (\(String(cString: nghttp2_http2_strerror(errorCode))))"), errorCode: errorCode)
     }
 
@@ -258,19 +271,19 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
         guard let call = streams[stream] else { return .bytes(0, end: true, trailers: false) }
         let n = Int(evbuffer_remove(call.requestBody, buffer.baseAddress, buffer.count))
         if n > 0 {
-            if call.replayable && call.attempts == 1 && call.requestBytesSent + n <= H2Call.replayLimit {
+            if call.replayable && call.state.attempts == 1 && call.requestBytesSent + n <= H2Call.replayLimit {
                 evbuffer_add(call.sentCopy, buffer.baseAddress, n)
             } else {
                 call.replayable = false
             }
             call.requestBytesSent += n
-            call.client.requestBytesForwarded(call, count: n)
+            call.client?.requestBytesForwarded(call, count: n)
         }
-        if evbuffer_get_length(call.requestBody) == 0 && call.requestEnded {
+        if evbuffer_get_length(call.requestBody) == 0 && call.state.requestEnded {
             return .bytes(max(n, 0), end: true, trailers: false)
         }
         if n <= 0 {
-            call.upstreamDeferred = true
+            call.client?.upstreamBodyStalled(call)
             return .deferred
         }
         return .bytes(n, end: false, trailers: false)
@@ -297,11 +310,11 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
         transport.close()
         for call in open {
             call.upstream = nil
-            if !call.responseSubmitted && call.requestBytesSent == 0 && call.attempts < 3 && !call.finished {
+            if call.state.phase == .forwarding && call.requestBytesSent == 0 && call.upstreamStarts < 3 {
                 call.upstreamStream = -1
                 pool.start(call) // never reached the upstream: try another connection
             } else {
-                call.client.upstreamFailed(call, failure: .upstreamUnavailable("connection to \(origin) broke: \(reason)"),
+                call.client?.upstreamFailed(call, failure: .upstreamUnavailable("connection to \(origin) broke: \(reason)"),
                                            errorCode: UInt32(NGHTTP2_INTERNAL_ERROR.rawValue))
             }
         }

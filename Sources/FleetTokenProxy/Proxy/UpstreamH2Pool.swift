@@ -29,7 +29,7 @@ final class UpstreamH2Pool {
     /// Forwards `call` (its token is attached by the connection).
     func start(_ call: H2Call) {
         guard !closed else {
-            call.client.upstreamFailed(call, failure: .upstreamUnavailable("shutting down"), errorCode: 0)
+            call.client?.upstreamFailed(call, failure: .upstreamUnavailable("shutting down"), errorCode: 0)
             return
         }
         if let best = connections.filter(\.hasRoom).min(by: { $0.load < $1.load }) {
@@ -39,22 +39,24 @@ final class UpstreamH2Pool {
         if connections.count < maxConnections {
             switch Dialer.connect(loop: loop, origin: origin, tls: tls, timeout: connectTimeout) {
             case .failure(let failure):
-                call.client.upstreamFailed(call, failure: failure, errorCode: 0)
+                call.client?.upstreamFailed(call, failure: failure, errorCode: 0)
             case .success(let bev):
                 nextID += 1
                 let connection = UpstreamH2Connection(bev: bev, pool: self, origin: origin, isTLS: tls != nil, loop: loop, id: nextID)
+                logger.debug("upstream HTTP/2 connection opened", metadata: ["origin": "\(origin)", "connections": "\(connections.count + 1)"])
                 connections.append(connection)
                 connection.start(call)
             }
             return
         }
         waiting.push(call)
+        logger.debug("upstream HTTP/2 connections full; call queued", metadata: ["origin": "\(origin)", "queued": "\(waiting.count)"])
     }
 
     /// A connection's streams changed: hand it waiting calls if it has room now.
     func loadChanged(_ connection: UpstreamH2Connection) {
         while connection.hasRoom, let call = waiting.pop() {
-            if !call.finished { connection.start(call) }
+            if call.client != nil && !call.state.isFinished { connection.start(call) }
         }
     }
 
@@ -64,7 +66,12 @@ final class UpstreamH2Pool {
         connections.remove(at: i)
         logger.debug("upstream HTTP/2 connection closed", metadata: ["origin": "\(origin)", "reason": "\(reason)"])
         connection.closeAndFail(reason: reason)
-        if let call = waiting.pop() { start(call) }
+        while let call = waiting.pop() {
+            guard call.client == nil || call.state.isFinished else {
+                start(call)
+                break
+            }
+        }
     }
 
     func close() {
@@ -72,7 +79,7 @@ final class UpstreamH2Pool {
         for c in connections { c.closeAndFail(reason: "shutting down") }
         connections.removeAll()
         while let call = waiting.pop() {
-            call.client.upstreamFailed(call, failure: .upstreamUnavailable("shutting down"), errorCode: 0)
+            call.client?.upstreamFailed(call, failure: .upstreamUnavailable("shutting down"), errorCode: 0)
         }
     }
 }
