@@ -213,6 +213,25 @@ def test_unrouted_streams_of_a_connection_share_one_bound(sidecar, fleet_engine,
     assert_serves(sidecar, new_id)
 
 
+def test_process_wide_buffer_budget_refuses_new_work_and_is_given_back(sidecar_factory, new_id):
+    """--max-buffered-bytes 65536: a stream announcing a 1 MB first message is refused with
+    RESOURCE_EXHAUSTED once it passes the process-wide budget (well under the stream's and the
+    connection's own bounds); the bytes are given back, so ordinary calls go on."""
+    sidecar = sidecar_factory(extra_args=("--max-buffered-bytes", "65536"))
+    connection = h2_raw.H2Connection(sidecar.address)
+    try:
+        connection.send(h2_raw.frame(h2_raw.HEADERS, h2_raw.END_HEADERS, 1, b"".join(
+            h2_raw.hpack_literal(n, v) for n, v in connection.grpc_headers(GET_VEHICLE))))
+        body = b"\0" + struct.pack(">I", 1_000_000) + b"\0" * 200_000
+        sent, reset = send_windowed(connection, 1, 0, body=body, stall=0.5)
+        status = grpc_status(connection, 1, timeout=2)
+    finally:
+        connection.close()
+    assert status == 8 or reset, f"no refusal after {sent} bytes (status {status})"
+    for _ in range(3):
+        assert_serves(sidecar, new_id)
+
+
 def test_body_waiting_for_a_token_is_not_credited(sidecar, provider, fleet_engine, new_id):
     """While the token is being fetched the client may fill the stream's window, not more."""
     provider.delay = 2
@@ -550,6 +569,24 @@ def test_client_trailers_and_authorization_are_never_forwarded(sidecar, fleet_en
     assert record.authorization_count == 1
     assert record.header("x-client-trailer") is None, "a client trailer was forwarded as a header"
     assert [v for k, v in record.metadata if k == "grpc-timeout"] in ([], [record.header("grpc-timeout")])
+
+
+@pytest.mark.parametrize("name, value", [
+    ("x-http-method-override", "DELETE"), ("X-HTTP-Method", "DELETE"), ("x-method-override", "DELETE"),
+    ("x-goog-api-key", "client-key"),
+])
+def test_method_overrides_and_client_credentials_in_metadata_are_refused(sidecar, fleet_engine, new_id, name, value):
+    """SPEC §7: credentials come only from the sidecar, and the call runs the method it was
+    routed by; over gRPC as over HTTP/1.1 such a call is INVALID_ARGUMENT and never forwarded."""
+    vehicle = Entity(PROVIDER_ID, VEHICLE, new_id())
+    with grpc.insecure_channel(sidecar.address) as channel:
+        stub = channel.unary_unary(GET_VEHICLE, request_serializer=fe.GetVehicleRequest.serialize,
+                                   response_deserializer=fe.Vehicle.deserialize)
+        with pytest.raises(grpc.RpcError) as refused:
+            stub(fe.GetVehicleRequest(name=vehicle.resource_name()), metadata=[(name.lower(), value)], timeout=5)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert fleet_engine.records(entity_id=vehicle.id) == []
+    assert_serves(sidecar, new_id)
 
 
 def test_resets_during_token_fetches(sidecar, provider, fleet_engine, new_id):

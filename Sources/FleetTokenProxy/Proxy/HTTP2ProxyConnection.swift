@@ -303,7 +303,9 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         if overFirstMessage || bufferedBytes + data.count > limits.maxConnectionBufferedBytes || !core.bufferBudget.reserve(data.count) {
             let why = overFirstMessage ? "the first request message is over \(limits.maxFirstMessageBytes) bytes"
                 : "the sidecar holds too many request bytes; try again later"
-            refuse(call, .requestTooLarge(why))
+            // An over-long first message is the call's own fault (413 / RESOURCE_EXHAUSTED); a spent
+            // connection or process budget is the sidecar's load (503 / RESOURCE_EXHAUSTED).
+            refuse(call, overFirstMessage ? .requestTooLarge(why) : .overloaded(why))
             return
         }
         call.bytesReserved += data.count
@@ -350,6 +352,12 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     /// Works out the entity once the head (REST) or the first message (gRPC) is complete.
     private func route(_ call: H2Call) {
         guard call.state.phase == .routing else { return }
+        // Checked before the route: a method override or a client credential is refused
+        // whatever the call is (SPEC §7), as over HTTP/1.1.
+        if let failure = RESTRoute.headerRefusal(names: call.headers.lazy.map(\.0)) {
+            refuse(call, failure)
+            return
+        }
         if !call.isGRPC {
             switch RESTRoute.classify(method: call.method, target: call.path) {
             case .failure(let failure): refuse(call, failure)

@@ -347,12 +347,18 @@ public enum RESTRoute {
     /// override, or a client credential (`X-Goog-Api-Key`; `Authorization` is replaced, not
     /// refused). Nil when the fields are acceptable.
     public static func headerRefusal(_ headers: HTTPHeaders) -> ProxyFailure? {
-        for field in headers.fields {
-            if isMethodOverride(field.name) {
-                return .invalidEntity("the \(field.name) header is not accepted: the call runs the method it was sent with")
+        headerRefusal(names: headers.fields.lazy.map(\.name))
+    }
+
+    /// The same check over field names alone: HTTP/2 calls (REST and gRPC metadata) keep
+    /// their fields as name/value pairs.
+    public static func headerRefusal<Names: Sequence<String>>(names: Names) -> ProxyFailure? {
+        for name in names {
+            if isMethodOverride(name) {
+                return .invalidEntity("the \(name) header is not accepted: the call runs the method it was sent with")
             }
-            if field.name.asciiCaseInsensitiveEquals("x-goog-api-key") {
-                return .invalidEntity("the \(field.name) header is a credential; only the sidecar supplies credentials")
+            if name.asciiCaseInsensitiveEquals("x-goog-api-key") {
+                return .invalidEntity("the \(name) header is a credential; only the sidecar supplies credentials")
             }
         }
         return nil
