@@ -74,6 +74,7 @@ final class ProxyServer {
             core.logger.warning("cannot start an HTTP/2 session", metadata: ["error": "\(error)"])
             transport.close()
             core.statistics.openConnections = connections.count
+            core.metrics.openConnectionsChanged(to: connections.count)
         }
     }
 
