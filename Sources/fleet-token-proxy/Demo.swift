@@ -38,7 +38,19 @@ struct StandIn: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stand-in",
         abstract: "Run a loopback stand-in (for benchmarks and trials).",
-        subcommands: [Provider.self])
+        subcommands: [Provider.self, FleetEngine.self])
+
+    /// Serves `handler` on `address` until SIGTERM or SIGINT; exit status 0.
+    static func serve(_ handler: @escaping HTTPHandler, named name: String, on address: ListenAddress, loop: EventLoop) throws -> Int32 {
+        let server = BufferedHTTPServer(loop: loop, handler: handler)
+        let bound = try server.listen(on: address)
+        FileHandle.standardError.write(Data("stand-in \(name) listening on \(bound)\n".utf8))
+        loop.onSignal(SIGTERM) { loop.stop() }
+        loop.onSignal(SIGINT) { loop.stop() }
+        loop.run()
+        server.close()
+        return 0
+    }
 
     /// A token provider that mints Fleet Engine shaped JWTs with a key made at start.
     struct Provider: ParsableCommand {
@@ -48,28 +60,78 @@ struct StandIn: ParsableCommand {
         var listen = "127.0.0.1:4190"
         @Option(help: "Token lifetime in seconds.")
         var tokenLifetime: Double = 3600
-        @Option(help: "Write the signing key's public half (PEM) to this file, to verify the minted tokens' RS256 signatures with.")
+        @Option(help: "Write the signing key's public half (PEM) to this file, for `stand-in fleet-engine --public-key` to verify the minted tokens with.")
         var publicKeyOut: String?
+        @Option(help: "The key id (`kid`) the minted tokens name; random unless given. `stand-in fleet-engine --key-id` must match it.")
+        var keyId: String?
+        @Option(help: "Sign with the private key (PEM) in this file, made (mode 0600) if missing: a restarted stand-in keeps its key.")
+        var keyFile: String?
+        @Option(help: "A 'Name: value' header every token request must carry; others get 401.")
+        var requireHeader: String?
+        @Option(help: "Seconds each answer waits before it is sent (a slow backend).")
+        var delay: Double = 0
 
         func execute() throws -> Int32 {
             let address = try ListenAddress.parse(listen)
             guard address.isLoopback else { throw ConfigError("stand-in listens on loopback only") }
             let loop = try EventLoop()
             let clock = SystemClock()
-            let keyPair = try RSAKeyPair.generate()
+            let keyPair = try RSAKeyPair(privateKeyPEM: try signingKeyPEM(), keyID: keyId)
             if let publicKeyOut {
                 try keyPair.publicKeyPEM.write(toFile: publicKeyOut, atomically: true, encoding: .utf8)
             }
             let provider = StandInProvider(keyPair: keyPair, scheduler: loop, wallClock: { clock.wallNow })
             provider.tokenLifetime = tokenLifetime
-            let server = BufferedHTTPServer(loop: loop, handler: provider.handler)
-            let bound = try server.listen(on: address)
-            FileHandle.standardError.write(Data("stand-in provider listening on \(bound)\n".utf8))
-            loop.onSignal(SIGTERM) { loop.stop() }
-            loop.onSignal(SIGINT) { loop.stop() }
-            loop.run()
-            server.close()
-            return 0
+            if let requireHeader {
+                let header = try HeaderLine.parse(requireHeader)
+                provider.requiredHeader = (name: header.name, value: header.value)
+            }
+            if delay > 0 { provider.behaviour = .delay(delay) }
+            return try StandIn.serve(provider.handler, named: "provider", on: address, loop: loop)
+        }
+
+        /// The key in `--key-file`, or a new one (written there when the flag is given).
+        private func signingKeyPEM() throws -> String {
+            if let keyFile, let pem = try? String(contentsOfFile: keyFile, encoding: .utf8) { return pem }
+            let pem = try RSAKeyPair.generate().privateKeyPEM()
+            if let keyFile {
+                guard FileManager.default.createFile(atPath: keyFile, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o600]) else {
+                    throw ConfigError("--key-file \(keyFile) cannot be written")
+                }
+            }
+            return pem
+        }
+    }
+
+    /// A Fleet Engine that checks each call's token against the call's entity, as Fleet Engine
+    /// does, and answers with the entity's resource name: with the sidecar between it and a
+    /// client, a 200 shows the call carried the right entity's token.
+    struct FleetEngine: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "fleet-engine",
+            abstract: "Serve Fleet Engine's REST calls over plain HTTP, checking every token against the call's entity.")
+
+        @Option(help: "Listen address (loopback).")
+        var listen = "127.0.0.1:4191"
+        @Option(help: "The token provider's public key (PEM), as `stand-in provider --public-key-out` writes it.")
+        var publicKey: String
+        @Option(help: "The key id the tokens must name, as given to `stand-in provider --key-id`.")
+        var keyId: String
+
+        func execute() throws -> Int32 {
+            let address = try ListenAddress.parse(listen)
+            guard address.isLoopback else { throw ConfigError("stand-in listens on loopback only") }
+            let pem: String
+            do {
+                pem = try String(contentsOfFile: publicKey, encoding: .utf8)
+            } catch {
+                throw ConfigError("--public-key \(publicKey) cannot be read")
+            }
+            let loop = try EventLoop()
+            let clock = SystemClock()
+            let engine = StandInFleetEngine(publicKey: try RSAPublicKey(pem: pem), keyID: keyId,
+                                            classify: RESTRoute.classify, wallClock: { clock.wallNow })
+            return try StandIn.serve(engine.handler, named: "fleet-engine", on: address, loop: loop)
         }
     }
 }

@@ -36,6 +36,7 @@ func main() -> Int32 {
         if let serve = command as? Serve { return try serve.execute() }
         if let demo = command as? Demo { return demo.execute() }
         if let provider = command as? StandIn.Provider { return try provider.execute() }
+        if let engine = command as? StandIn.FleetEngine { return try engine.execute() }
         try command.run()
         return 0
     } catch let error as ConfigError {
@@ -52,8 +53,12 @@ func main() -> Int32 {
     }
 }
 
+/// The line goes out at priority 3 (error) when stderr is the journal, so that
+/// `journalctl -p warning` shows why a start failed; journald would file it at 6 otherwise.
 func fail(_ message: String) -> Int32 {
-    FileHandle.standardError.write(Data("fleet-token-proxy: \(message)\n".utf8))
+    let journal = LineLogHandler.stderrIsJournal(ProcessInfo.processInfo.environment["JOURNAL_STREAM"])
+    let priority = journal ? "<\(LineLogHandler.syslogPriority(.error))>" : ""
+    FileHandle.standardError.write(Data("\(priority)fleet-token-proxy: \(message)\n".utf8))
     return 2
 }
 

@@ -20,8 +20,8 @@ final class SystemdUnitTests: XCTestCase {
         // verify checks that ExecStart= is executable: point the installed path at the built
         // binary; every other line is the file as shipped.
         let service = try String(contentsOf: Self.unitDirectory.appendingPathComponent("fleet-token-proxy.service"), encoding: .utf8)
-        XCTAssertTrue(service.contains("ExecStart=/usr/local/bin/fleet-token-proxy serve"))
-        try service.replacingOccurrences(of: "ExecStart=/usr/local/bin/fleet-token-proxy", with: "ExecStart=\(SidecarProcess.binary.path)")
+        XCTAssertTrue(service.contains("ExecStart=/usr/bin/fleet-token-proxy serve"))
+        try service.replacingOccurrences(of: "ExecStart=/usr/bin/fleet-token-proxy", with: "ExecStart=\(SidecarProcess.binary.path)")
             .write(to: work.appendingPathComponent("fleet-token-proxy.service"), atomically: true, encoding: .utf8)
         try FileManager.default.copyItem(at: Self.unitDirectory.appendingPathComponent("fleet-token-proxy.socket"),
                                          to: work.appendingPathComponent("fleet-token-proxy.socket"))
