@@ -70,6 +70,9 @@ let package = Package(
         // What each parser promises about any input, checked by the fuzz targets (Fuzz/) and by
         // the unit test that replays their seeds and findings. Not part of the product.
         .target(name: "ParserInvariants", dependencies: ["FleetTokenProxy"]),
+        // The HTTP/1.1 request parser as a stdin/stdout filter for the differential test
+        // against llhttp (Tests/grpc/test_http1_llhttp_differential.py). Not part of the product.
+        .executableTarget(name: "http1-parse-probe", dependencies: ["FleetTokenProxy"], path: "Tests/HTTP1ParseProbe"),
         .testTarget(
             name: "FleetTokenProxyTests",
             dependencies: [
