@@ -7,6 +7,8 @@ let package = Package(
     products: [
         .executable(name: "fleet-token-proxy", targets: ["fleet-token-proxy"]),
         .library(name: "FleetTokenProxy", targets: ["FleetTokenProxy"]),
+        // For the fuzz package in Fuzz/ (not part of the product): the parsers' invariants.
+        .library(name: "ParserInvariants", targets: ["ParserInvariants"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -65,10 +67,16 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // What each parser promises about any input, checked by the fuzz targets (Fuzz/) and by
+        // the unit test that replays their seeds and findings. Not part of the product.
+        .target(name: "ParserInvariants", dependencies: ["FleetTokenProxy"]),
+        // The HTTP/1.1 request parser as a stdin/stdout filter for the differential test
+        // against llhttp (Tests/grpc/test_http1_llhttp_differential.py). Not part of the product.
+        .executableTarget(name: "http1-parse-probe", dependencies: ["FleetTokenProxy"], path: "Tests/HTTP1ParseProbe"),
         .testTarget(
             name: "FleetTokenProxyTests",
             dependencies: [
-                "FleetTokenProxy", "FleetTokenProxyStandIns",
+                "FleetTokenProxy", "FleetTokenProxyStandIns", "ParserInvariants",
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),

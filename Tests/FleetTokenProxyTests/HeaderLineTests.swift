@@ -34,6 +34,15 @@ final class HeaderLineTests: XCTestCase {
         XCTAssertEqual(header.value, "a b\tc")
     }
 
+    /// Fuzzing finding (Fuzz/Findings/header-file/crash-4cf25a40...): a space followed by a
+    /// combining mark is one Swift Character, so trimming by Character kept the space.
+    func testSpaceBeforeACombiningMarkIsTrimmedFromTheValue() throws {
+        let header = try HeaderLine.parse("||: \u{5BA}")
+        XCTAssertEqual(Array(header.value.utf8), [0xD6, 0xBA])
+        let trailing = try HeaderLine.parse("X-A: v \t")
+        XCTAssertEqual(trailing.value, "v")
+    }
+
     func testColonsInValueAreKept() throws {
         XCTAssertEqual(try HeaderLine.parse("Authorization: Basic dXNlcjpwYXNz:x").value, "Basic dXNlcjpwYXNz:x")
     }

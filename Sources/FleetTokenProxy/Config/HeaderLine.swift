@@ -89,11 +89,13 @@ public enum HeaderLine {
         }
     }
 
-    /// Without surrounding spaces and tabs (RFC 9110 OWS).
+    /// Without surrounding spaces and tabs (RFC 9110 OWS). By UTF-8 byte, not by Character: a
+    /// space followed by a combining mark is one Character, and its space must go too.
     private static func trimmed(_ text: Substring) -> Substring {
-        let isOWS: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        guard let first = text.firstIndex(where: { !isOWS($0) }) else { return text[text.endIndex...] }
-        let last = text.lastIndex(where: { !isOWS($0) })!
-        return text[first...last]
+        let isOWS: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 }
+        let bytes = text.utf8
+        guard let first = bytes.firstIndex(where: { !isOWS($0) }) else { return text[text.endIndex...] }
+        let last = bytes.lastIndex(where: { !isOWS($0) })!
+        return Substring(bytes[first...last])
     }
 }

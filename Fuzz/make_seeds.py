@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Writes the fuzz targets' seed corpora (Fuzz/Corpus/<target>/): real Fleet Engine calls of
+every SPEC §3 REST route and gRPC method, provider answers in both expiry conventions, tricky
+heads. Run from anywhere; the seeds are committed, so run it again only when it changes."""
+import base64, gzip, hashlib, json, os, struct
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "Corpus")
+P = "my-project"
+
+
+def write(target, data):
+    if isinstance(data, str):
+        data = data.encode()
+    folder = os.path.join(ROOT, target)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, hashlib.sha1(data).hexdigest()[:16]), "wb") as f:
+        f.write(data)
+
+
+# REST routes of SPEC §3: (method, target).
+REST = [
+    ("GET", f"/v1/providers/{P}/vehicles/v-1"), ("PUT", f"/v1/providers/{P}/vehicles/v-1?updateMask=state"),
+    ("DELETE", f"/v1/providers/{P}/vehicles/v-1"), ("POST", f"/v1/providers/{P}/vehicles/v-1:updateAttributes"),
+    ("POST", f"/v1/providers/{P}/vehicles/v-1:updateLocation"), ("POST", f"/v1/providers/{P}/vehicles?vehicleId=v-2"),
+    ("GET", f"/v1/providers/{P}/trips/t-1"), ("PUT", f"/v1/providers/{P}/trips/t%2D1"), ("DELETE", f"/v1/providers/{P}/trips/t-1"),
+    ("POST", f"/v1/providers/{P}/trips?tripId=t-2"), ("GET", f"/v1/providers/{P}/deliveryVehicles/dv-1"),
+    ("PATCH", f"/v1/providers/{P}/deliveryVehicles/dv-1?updateMask=remaining_vehicle_journey_segments"),
+    ("DELETE", f"/v1/providers/{P}/deliveryVehicles/dv-1"), ("POST", f"/v1/providers/{P}/deliveryVehicles?deliveryVehicleId=dv-2"),
+    ("GET", f"/v1/providers/{P}/tasks/task-1"), ("PATCH", f"/v1/providers/{P}/tasks/task-1"), ("DELETE", f"/v1/providers/{P}/tasks/task-1"),
+    ("POST", f"/v1/providers/{P}/tasks?taskId=task-2"), ("GET", f"/v1/providers/{P}/taskTrackingInfo/track-1"),
+    ("GET", f"/v1/providers/{P}/vehicles?pageSize=10"), ("GET", f"/v1/providers/{P}/trips"),
+    ("GET", f"/v1/providers/{P}/deliveryVehicles?filter=a%3Db"), ("GET", f"/v1/providers/{P}/tasks"),
+    ("POST", f"/v1/providers/{P}/vehicles:search"), ("POST", f"/v1/providers/{P}/trips:search"),
+    ("POST", f"/v1/providers/{P}/tasks:batchCreate"), ("POST", f"/v1/providers/{P}/billableTrips/b-1:report"),
+    ("GET", f"/v1/providers/caf%C3%A9/vehicles/%E2%82%AC+1?key=x&vehicle_id=v"), ("POST", f"/v1/providers/{P}/vehicles?vehicle_id=a+b"),
+]
+for method, target in REST:
+    write("rest-route", f"{method}\n{target}")
+    body = "" if method in ("GET", "DELETE") else '{"name":"x"}'
+    head = f"{method} {target} HTTP/1.1\r\nHost: localhost:8080\r\nContent-Type: application/json\r\n"
+    if body:
+        write("request-head", head + f"Content-Length: {len(body)}\r\n\r\n{body}")
+        write("request-head", head + f"Transfer-Encoding: chunked\r\n\r\n{len(body):x}\r\n{body}\r\n0\r\n\r\n")
+    else:
+        write("request-head", head + "Accept: */*\r\nConnection: keep-alive\r\n\r\n")
+
+TRICKY_REQUESTS = [
+    "GET / HTTP/1.0\r\n\r\n", "\r\n\r\nGET /a HTTP/1.1\r\nHost: h\r\n\r\n",
+    "POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\nabc",
+    "POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+    "POST /x HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+    "GET /x HTTP/1.1\r\nHost: h\r\n folded\r\n\r\n", "GET /x HTTP/1.1\nHost: h\n\n",
+    "GET /x HTTP/1.1\r\nHost: h\r\nX: a\rb\r\n\r\n", "GET /x HTTP/1.1\r\nHost : h\r\n\r\n",
+    "GET /x HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nX-Empty:\r\nX-Tab:\tv\t\r\n\r\n",
+    "GET /x HTTP/1.1\r\nHost: h\r\nX-Utf8: caf\xc3\xa9\r\n\r\n", "GET  /x HTTP/1.1\r\nHost: h\r\n\r\n",
+    "GET http://h/x HTTP/1.1\r\nHost: h\r\n\r\n", "GET /x HTTP/2.0\r\nHost: h\r\n\r\n",
+    "POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: +3\r\n\r\nabc", "POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 9007199254740993\r\n\r\n",
+    "GET /x HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", "GET /x HTTP/1.1\r\nHost: h\r\nConnection: close, upgrade\r\n\r\n",
+]
+for t in TRICKY_REQUESTS:
+    write("request-head", t)
+
+RESPONSES = [
+    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+    "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n", "HTTP/1.1 204 No Content\r\n\r\n",
+    "HTTP/1.1 304\r\nETag: x\r\n\r\n", "HTTP/1.0 200 OK\r\n\r\nbody", "HTTP/1.1 100 Continue\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n", "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+    "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nRetry-After: 1\r\n\r\n",
+    "HTTP/1.1 200 \xc3\xa9t\xc3\xa9\r\nKeep-Alive: timeout=5\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nContent-Length: 1, 1\r\n\r\n", "HTTP/1.1 2000 OK\r\n\r\n",
+]
+for r in RESPONSES:
+    write("response-head", r)
+
+CHUNKED = [
+    "0\r\n\r\n", "5\r\nhello\r\n0\r\n\r\n", "5;ext=1\r\nhello\r\n0\r\nTrailer: x\r\n\r\n", "A\r\n0123456789\r\n0\r\n\r\nGET",
+    "5 ;x\r\nhello\r\n0\r\n\r\n", "fffffffffffffffff\r\n", "0000000005\r\nhello\r\n0\r\n\r\n", "5\nhello\r\n0\r\n\r\n",
+    "5\r\nhelloX\r\n", "0\r\nA: b\r\nC: d\r\n\r\n", "-1\r\n", "0x5\r\nhello\r\n0\r\n\r\n", "1\r\na\r\n1\r\nb\r\n0\r\n\r\n",
+]
+for c in CHUNKED:
+    write("chunked-body", c)
+
+
+# gRPC: a method selector byte (index into GRPCMethodTable.rules, table order) + a framed message.
+def varint(n):
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+
+
+def ld(field, payload):
+    if isinstance(payload, str):
+        payload = payload.encode()
+    return varint(field << 3 | 2) + varint(len(payload)) + payload
+
+
+def frame(message, compressed=False):
+    if compressed:
+        message = gzip.compress(message, mtime=0)
+    return bytes([1 if compressed else 0]) + struct.pack(">I", len(message)) + message
+
+
+# (method, message) in the order of GRPCMethodTable.rules, so the selector byte is the index.
+GRPC = [
+    ("GetVehicle", ld(3, f"providers/{P}/vehicles/v-1")),
+    ("UpdateVehicle", ld(3, f"providers/{P}/vehicles/v-1") + ld(4, ld(1, "x"))),
+    ("UpdateVehicleAttributes", ld(3, f"providers/{P}/vehicles/v-1")),
+    ("DeleteVehicle", ld(2, f"providers/{P}/vehicles/v-1")),
+    ("CreateVehicle", ld(3, f"providers/{P}") + ld(4, "v-2") + ld(5, b"")),
+    ("ListVehicles", ld(1, f"providers/{P}") + varint(2 << 3) + varint(10)),
+    ("SearchVehicles", ld(3, f"providers/{P}") + b"\x19" + b"\x00" * 8 + b"\x25" + b"\x00" * 4),
+    ("GetTrip", ld(3, f"providers/{P}/trips/t-1")), ("UpdateTrip", ld(3, f"providers/{P}/trips/t-1")),
+    ("DeleteTrip", ld(2, f"providers/{P}/trips/t-1")), ("CreateTrip", ld(3, f"providers/{P}") + ld(5, "t-2")),
+    ("SearchTrips", ld(3, f"providers/{P}")), ("ReportBillableTrip", ld(2, f"providers/{P}/billableTrips/b-1")),
+    ("GetDeliveryVehicle", ld(3, f"providers/{P}/deliveryVehicles/dv-1")),
+    ("DeleteDeliveryVehicle", ld(2, f"providers/{P}/deliveryVehicles/dv-1")),
+    ("CreateDeliveryVehicle", ld(3, f"providers/{P}") + ld(4, "dv-2")),
+    ("UpdateDeliveryVehicle", ld(3, ld(1, f"providers/{P}/deliveryVehicles/dv-1")) + ld(4, ld(1, "x"))),
+    ("ListDeliveryVehicles", ld(3, f"providers/{P}")),
+    ("GetTask", ld(3, f"providers/{P}/tasks/task-1")), ("DeleteTask", ld(2, f"providers/{P}/tasks/task-1")),
+    ("CreateTask", ld(3, f"providers/{P}") + ld(5, "task-2")),
+    ("UpdateTask", ld(3, ld(1, f"providers/{P}/tasks/task-1"))),
+    ("ListTasks", ld(3, f"providers/{P}")), ("BatchCreateTasks", ld(3, f"providers/{P}") + ld(4, ld(1, "x"))),
+    ("GetTaskTrackingInfo", ld(3, f"providers/{P}/taskTrackingInfo/track-1")),
+]
+for selector in range(2 * len(GRPC)):
+    method, message = GRPC[selector % len(GRPC)]
+    write("grpc-first-message", bytes([selector]) + frame(message, compressed=selector >= len(GRPC)))
+write("grpc-first-message", b"\x00" + frame(ld(3, f"providers/{P}/vehicles/v-1") * 2))
+write("grpc-first-message", b"\x00" + frame(ld(3, ld(1, "a") + ld(1, "b"))))
+write("grpc-first-message", b"\x00" + frame(varint(3 << 3 | 2) + varint(2**40)))
+
+
+# Provider answers: both expiry conventions (seconds from now, absolute epoch seconds and
+# milliseconds, RFC 3339), JWT exp, default and configured field names.
+def jwt(claims):
+    enc = lambda o: base64.urlsafe_b64encode(json.dumps(o).encode()).rstrip(b"=").decode()
+    return f"{enc({'alg': 'RS256', 'typ': 'JWT'})}.{enc(claims)}.c2lnbmF0dXJl"
+
+
+NOW = 1795341600
+TOKEN = jwt({"exp": NOW + 3600, "iat": NOW, "aud": "https://fleetengine.googleapis.com/",
+             "authorization": {"vehicleid": "v-1", "taskids": ["t-1"]}})
+ANSWERS = [
+    {"token": TOKEN, "expiresInSeconds": 3600}, {"jwt": TOKEN, "expirationTimestamp": NOW + 3600},
+    {"access_token": "opaque-token", "expires_at": (NOW + 3600) * 1000}, {"token": "opaque", "expiration": "2026-11-22T11:00:00Z"},
+    {"token": "opaque", "expires_in": "3600"}, {"token": "opaque", "TOKEN_EXPIRATION": "2026-11-22T11:00:00.250+01:00"},
+    {"token": jwt({"exp": NOW - 10})}, {"token": "a b", "expires_in": 60}, {"token": "x", "expires_in": True},
+    {"token": "x", "expires_in": -1}, {"token": "x", "expires_in": 1e308}, {"token": None, "jwt": "y", "exp": 5},
+    {"token": "x", "expirationTimestamp": "2026-02-29T00:00:00Z"},
+]
+for a in ANSWERS:
+    write("provider-answer", json.dumps(a))
+write("provider-answer", '{"token":"\\u0000x","expires_in":60}')
+write("provider-answer", TOKEN)
+
+HEADER_FILES = [
+    "Authorization: Bearer backend-secret\n", "\ufeff# comment\r\nX-Api-Key: k\r\n\r\n  X-Other:\tv \n",
+    "Host: evil\n", "X-A: b\rc\n", "X-Empty:\n", "Bad Name: v\n", "X-Ctl: a\x01b\n", "TE: trailers\n",
+]
+for h in HEADER_FILES:
+    write("header-file", h)
