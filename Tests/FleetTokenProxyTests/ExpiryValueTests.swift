@@ -113,4 +113,13 @@ final class ExpiryValueTests: XCTestCase {
             XCTAssertNil(expiry(value), "\(value)")
         }
     }
+
+    /// Found by the provider-answer fuzz target (Fuzz/Findings/provider-answer/crash-49397ab9…):
+    /// an RFC 3339 time before 1970 read as a negative epoch time. Like a negative number, it is
+    /// not an expiry.
+    func testRFC3339TimesBeforeTheEpochAreNotExpiries() {
+        XCTAssertNil(expiry("1013-11-22T11:30:00+01:00"))
+        XCTAssertNil(expiry("1969-12-31T23:59:59Z"))
+        XCTAssertEqual(expiry("1970-01-01T00:00:00Z"), 0)
+    }
 }

@@ -11,11 +11,12 @@ public enum ExpiryValue {
 
     /// The absolute expiry in epoch seconds, or nil if `value` is none of: a JSON number, a
     /// string of decimal digits (with an optional fraction), an RFC 3339 date-time.
-    /// Booleans, negative or non-finite numbers are not expiries.
+    /// Booleans, negative or non-finite numbers, and times before 1970 are not expiries.
     public static func absoluteExpiry(from value: Any, wallNow: Double) -> Double? {
         if let text = value as? String {
             if let number = decimalNumber(text) { return bySize(number, wallNow: wallNow) }
-            return RFC3339.epochSeconds(text)
+            // Before the epoch, as a negative number would be: no provider means that.
+            return RFC3339.epochSeconds(text).flatMap { $0 >= 0 ? $0 : nil }
         }
         guard let number = value as? NSNumber,
               // A JSON `true` would otherwise read as "one second from now".
