@@ -114,7 +114,7 @@ final class ExpiryValueTests: XCTestCase {
         }
     }
 
-    /// Found by the provider-answer fuzz target (Fuzz/Findings/provider-answer/crash-49397ab9…):
+    /// Found by the provider-answer fuzz target (Fuzz/Findings/provider-answer/rfc3339-expiry-before-1970):
     /// an RFC 3339 time before 1970 read as a negative epoch time. Like a negative number, it is
     /// not an expiry.
     func testRFC3339TimesBeforeTheEpochAreNotExpiries() {

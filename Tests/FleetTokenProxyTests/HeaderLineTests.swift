@@ -34,7 +34,7 @@ final class HeaderLineTests: XCTestCase {
         XCTAssertEqual(header.value, "a b\tc")
     }
 
-    /// Fuzzing finding (Fuzz/Findings/header-file/crash-4cf25a40...): a space followed by a
+    /// Fuzzing finding (Fuzz/Findings/header-file/space-before-combining-mark): a space followed by a
     /// combining mark is one Swift Character, so trimming by Character kept the space.
     func testSpaceBeforeACombiningMarkIsTrimmedFromTheValue() throws {
         let header = try HeaderLine.parse("||: \u{5BA}")
