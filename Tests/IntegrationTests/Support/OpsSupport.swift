@@ -251,19 +251,9 @@ final class KeepAliveClient {
     private let fd: Int32
 
     init(address: String) throws {
-        let parts = address.split(separator: ":")
-        guard parts.count == 2, let port = UInt16(parts[1]) else { throw SidecarError("bad address \(address)") }
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var sin = sockaddr_in()
-        sin.sin_family = sa_family_t(AF_INET)
-        sin.sin_port = port.bigEndian
-        inet_pton(AF_INET, String(parts[0]), &sin.sin_addr)
+        fd = try connectTCP(to: address)
         var timeout = timeval(tv_sec: 10, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let rc = withUnsafePointer(to: &sin) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else { throw SidecarError("connect \(address): \(String(cString: strerror(errno)))") }
     }
 
     deinit { close(fd) }
@@ -297,4 +287,24 @@ final class KeepAliveClient {
         }
         return nil
     }
+}
+
+/// A blocking TCP socket connected to `address` (`a.b.c.d:port`, IPv4 loopback in tests).
+func connectTCP(to address: String) throws -> Int32 {
+    let parts = address.split(separator: ":")
+    guard parts.count == 2, let port = UInt16(parts[1]) else { throw SidecarError("bad address \(address)") }
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var sin = sockaddr_in()
+    sin.sin_family = sa_family_t(AF_INET)
+    sin.sin_port = port.bigEndian
+    inet_pton(AF_INET, String(parts[0]), &sin.sin_addr)
+    let rc = withUnsafePointer(to: &sin) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard rc == 0 else {
+        let why = String(cString: strerror(errno))
+        close(fd)
+        throw SidecarError("connect \(address): \(why)")
+    }
+    return fd
 }

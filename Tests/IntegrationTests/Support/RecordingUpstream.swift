@@ -181,17 +181,7 @@ final class RawClient {
     private(set) var closedByPeer = false
 
     init(address: String) throws {
-        let parts = address.split(separator: ":")
-        guard parts.count == 2, let port = UInt16(parts[1]) else { throw SidecarError("bad address \(address)") }
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var sin = sockaddr_in()
-        sin.sin_family = sa_family_t(AF_INET)
-        sin.sin_port = port.bigEndian
-        inet_pton(AF_INET, String(parts[0]), &sin.sin_addr)
-        let rc = withUnsafePointer(to: &sin) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else { throw SidecarError("connect \(address): \(String(cString: strerror(errno)))") }
+        fd = try connectTCP(to: address)
     }
 
     deinit { close(fd) }
