@@ -45,6 +45,15 @@ enum HeadBoundary {
         try expect(same(head, copy), "the re-serialised head is read differently")
     }
 
+    /// Every field of an accepted head, request or response: a token name and a value with no
+    /// control byte or outer whitespace.
+    static func checkFieldLines(_ headers: HTTPHeaders) throws(InvariantViolation) {
+        for field in headers.fields {
+            try expect(ByteRules.isToken(field.name), "header name is not a token")
+            try expect(ByteRules.isFieldValue(field.value), "header value has a control byte or outer whitespace")
+        }
+    }
+
     static func fieldLines(_ headers: HTTPHeaders) -> String {
         headers.fields.map { "\($0.name): \($0.value)\r\n" }.joined() + "\r\n"
     }

@@ -27,10 +27,7 @@ public enum RequestHeadInvariant: ParserInvariant {
         try expect(head.target.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }, "target has a byte that is not VCHAR")
         try expect(head.minorVersion == 0 || head.minorVersion == 1, "version HTTP/1.\(head.minorVersion)")
         try expect(head.headers.fields.count <= maxHeaderCount, "more fields than the bound")
-        for field in head.headers.fields {
-            try expect(ByteRules.isToken(field.name), "header name is not a token")
-            try expect(ByteRules.isFieldValue(field.value), "header value has a control byte or outer whitespace")
-        }
+        try HeadBoundary.checkFieldLines(head.headers)
         let hosts = head.headers.values("Host").count
         try expect(hosts <= 1 && (head.minorVersion == 0 || hosts == 1), "\(hosts) Host fields in HTTP/1.\(head.minorVersion)")
     }

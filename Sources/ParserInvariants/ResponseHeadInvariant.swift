@@ -13,10 +13,7 @@ public enum ResponseHeadInvariant: ParserInvariant {
         try expect((100...999).contains(head.status), "status \(head.status)")
         try expect(head.minorVersion == 0 || head.minorVersion == 1, "version HTTP/1.\(head.minorVersion)")
         try expect(head.reason.utf8.allSatisfy { ($0 >= 0x20 && $0 != 0x7F) || $0 == 0x09 }, "reason has a control byte")
-        for field in head.headers.fields {
-            try expect(ByteRules.isToken(field.name), "header name is not a token")
-            try expect(ByteRules.isFieldValue(field.value), "header value has a control byte or outer whitespace")
-        }
+        try HeadBoundary.checkFieldLines(head.headers)
         try checkFraming(head)
 
         let serialized = "HTTP/1.\(head.minorVersion) \(head.status) \(head.reason)\r\n" + HeadBoundary.fieldLines(head.headers)
