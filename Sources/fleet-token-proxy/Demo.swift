@@ -70,6 +70,8 @@ struct StandIn: ParsableCommand {
         var requireHeader: String?
         @Option(help: "Seconds each answer waits before it is sent (a slow backend).")
         var delay: Double = 0
+        @Flag(help: "Sign one token and put its signature on every other: tokens of the real length for a fraction of the CPU, which do not verify (benchmarks with an upstream that checks nothing).")
+        var reuseSignature = false
 
         func execute() throws -> Int32 {
             let address = try ListenAddress.parse(listen)
@@ -87,6 +89,7 @@ struct StandIn: ParsableCommand {
                 provider.requiredHeader = (name: header.name, value: header.value)
             }
             if delay > 0 { provider.behaviour = .delay(delay) }
+            if reuseSignature { try provider.reuseOneSignature() }
             return try StandIn.serve(provider.handler, named: "provider", on: address, loop: loop)
         }
 
