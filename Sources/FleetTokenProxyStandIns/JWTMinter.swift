@@ -153,13 +153,9 @@ public struct JWTMinter: Sendable {
             "authorization": claims.authorization.jsonObject,
         ]
         payload["exp"] = claims.expiresAt
-        let signingInput = try Base64URL.encode(Self.json(header)) + "." + Base64URL.encode(Self.json(payload))
+        let signingInput = Base64URL.encode(StandInJSON.bytes(header)) + "." + Base64URL.encode(StandInJSON.bytes(payload))
         let signature = try reusedSignature ?? keyPair.sign(Array(signingInput.utf8))
         return signingInput + "." + Base64URL.encode(signature)
-    }
-
-    private static func json(_ object: [String: Any]) throws -> [UInt8] {
-        Array(try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
     }
 
     /// Unpadded base64url (RFC 4648 §5), as JWS uses it (RFC 7515 §2).

@@ -232,7 +232,6 @@ public final class StandInProvider {
     }
 
     private static func jsonText(_ object: [String: Any]) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
+        StandInJSON.text(object)
     }
 }
