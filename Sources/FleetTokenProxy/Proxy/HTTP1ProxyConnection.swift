@@ -67,6 +67,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         exchange = HTTP1Exchange(now: now, headTimeout: core.limits.headTimeout)
         let bev = bufferevent_socket_new(core.loop.base, fd, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))!
         transport = Transport(bev: bev, delegate: self, directWrites: true)
+        transport.readDirectly()
         // Set once: changing timeouts or read interest per call costs epoll_ctl calls on the
         // hot path. Reading stays on; the high-water mark bounds what a client can queue
         // while its call waits for a token or the upstream.
