@@ -168,25 +168,23 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
 
     // MARK: The state machine's actions
 
-    private func perform(_ actions: [HTTP1Exchange.Action]) {
-        for action in actions {
-            guard !closed else { return }
-            switch action {
-            case .armHeadDeadline(let at): armHeadTimer(at: at)
-            case .readBody: readChunkedBody()
-            case .lookUpToken: lookUpToken()
-            case .refetchToken: refetchToken()
-            case .acquireUpstream: acquireUpstream()
-            case .sendRequest: sendRequest()
-            case .relayResponse: break // done in responseHead, which knows the head
-            case .finishCall(let keepAlive): finishCall(keepAlive: keepAlive)
-            case .refuse(let failure, let keepAlive): answerRefusal(failure, keepAlive: keepAlive)
-            case .closeAfterFlush:
-                uncork()
-                endCall(discardUpstream: "answer cut short")
-                finishAndClose()
-            case .close(let reason): close(reason: reason)
-            }
+    private func perform(_ actions: HTTP1Exchange.Actions) {
+        guard let action = actions.action, !closed else { return }
+        switch action {
+        case .armHeadDeadline(let at): armHeadTimer(at: at)
+        case .readBody: readChunkedBody()
+        case .lookUpToken: lookUpToken()
+        case .refetchToken: refetchToken()
+        case .acquireUpstream: acquireUpstream()
+        case .sendRequest: sendRequest()
+        case .relayResponse: break // done in responseHead, which knows the head
+        case .finishCall(let keepAlive): finishCall(keepAlive: keepAlive)
+        case .refuse(let failure, let keepAlive): answerRefusal(failure, keepAlive: keepAlive)
+        case .closeAfterFlush:
+            uncork()
+            endCall(discardUpstream: "answer cut short")
+            finishAndClose()
+        case .close(let reason): close(reason: reason)
         }
     }
 
@@ -523,7 +521,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
 
     func responseHead(_ head: ResponseHead, from connection: HTTP1ClientConnection) {
         guard let call, connection === call.upstream else { return }
-        guard exchange.responseHead(status: head.status) == [.relayResponse] else { return }
+        guard exchange.responseHead(status: head.status) == .one(.relayResponse) else { return }
         call.record.status = head.status
         let framing = head.framing(requestMethod: call.head.method)
         let clientIsHTTP10 = call.head.minorVersion == 0
