@@ -135,19 +135,35 @@ final class DirectReads {
         // The bufferevent keeps its input's end frozen against writers other than its own
         // read; this is that read now. Frozen again before the owner runs (it may close).
         evbuffer_unfreeze(input, 0)
-        var space = iovec()
-        guard evbuffer_reserve_space(input, room, &space, 1) == 1 else {
+        // Two extents, as the bufferevent's own read takes them: the free end of the last chain
+        // first, then a new chain. One contiguous extent of `room` bytes would make libevent
+        // start a chain or copy the last one into a larger one whenever it has less free.
+        var space = (iovec(), iovec())
+        let extents = withUnsafeMutablePointer(to: &space) {
+            $0.withMemoryRebound(to: iovec.self, capacity: 2) { evbuffer_reserve_space(input, room, $0, 2) }
+        }
+        guard extents >= 1 else {
             evbuffer_freeze(input, 0)
             errno = ENOMEM
             disable()
             transport.directReadEnded(BEV_EVENT_ERROR)
             return
         }
-        let n = recv(fd, space.iov_base, min(room, space.iov_len), 0)
+        // Never more than `room`, whatever the extents hold.
+        space.0.iov_len = min(space.0.iov_len, room)
+        space.1.iov_len = extents == 2 ? min(space.1.iov_len, room - space.0.iov_len) : 0
+        let vectors: Int32 = space.1.iov_len > 0 ? 2 : 1
+        let n = withUnsafeMutablePointer(to: &space) {
+            $0.withMemoryRebound(to: iovec.self, capacity: 2) { readv(fd, $0, vectors) }
+        }
         let readError = errno
         if n > 0 {
-            space.iov_len = n
-            evbuffer_commit_space(input, &space, 1)
+            let first = min(n, space.0.iov_len)
+            space.0.iov_len = first
+            space.1.iov_len = n - first
+            withUnsafeMutablePointer(to: &space) {
+                $0.withMemoryRebound(to: iovec.self, capacity: 2) { _ = evbuffer_commit_space(input, $0, n > first ? 2 : 1) }
+            }
         }
         evbuffer_freeze(input, 0)
         if n > 0 {
