@@ -24,6 +24,7 @@ struct HeadWriter {
     /// What `decimal` writes at most.
     static let maxDecimalLength = 20
 
+    @inline(__always)
     mutating func write(_ text: String) {
         let copied: Void? = text.utf8.withContiguousStorageIfAvailable { copy($0) }
         if copied == nil { for b in text.utf8 { byte(b) } }
@@ -54,6 +55,7 @@ struct HeadWriter {
         count += digits
     }
 
+    @inline(__always)
     private mutating func copy(_ bytes: UnsafeBufferPointer<UInt8>) {
         guard let source = bytes.baseAddress, bytes.count > 0 else { return }
         precondition(bytes.count <= capacity - count, "message head longer than its measured bound")

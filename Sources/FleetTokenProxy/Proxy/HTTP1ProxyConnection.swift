@@ -390,11 +390,13 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     private func lookUpToken() {
         guard let call else { return }
         // A token handed over before token(for:) returns came from the cache without waiting.
-        var waited = false
+        // (A flag of the connection, not a captured variable: that would be a box per call.)
+        lookingUpToken = true
+        defer { lookingUpToken = false }
         let serial = call.serial
         core.cache.token(for: call.key) { [weak self] result in
             guard let self, let call = self.call, call.serial == serial, exchange.phase == .awaitingToken else { return }
-            if call.record.cacheOutcome == nil { call.record.cacheOutcome = waited ? "miss" : "hit" }
+            if call.record.cacheOutcome == nil { call.record.cacheOutcome = lookingUpToken ? "hit" : "miss" }
             switch result {
             case .failure(let failure):
                 perform(exchange.refuse(failure, bodyConsumed: skipRemainingBody()))
@@ -403,8 +405,10 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
                 perform(exchange.tokenReady())
             }
         }
-        waited = true
     }
+
+    /// True while `token(for:)` runs: an answer then came from the cache without waiting.
+    private var lookingUpToken = false
 
     /// Fleet Engine refused the token (revoked, rotated key): drop it from the cache and fetch
     /// another; the call is sent once more. The first answer never reaches the client.
