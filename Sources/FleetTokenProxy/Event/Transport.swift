@@ -16,6 +16,10 @@ protocol TransportDelegate: AnyObject {
 /// One bufferevent (plain TCP, Unix or TLS), with its C callbacks as thin trampolines into the
 /// delegate. The owner calls `close()` exactly where it closes; that frees the bufferevent and
 /// with it the socket (and the SSL object), after which no callback can arrive.
+///
+/// On a plain socket the owner may switch reading to `DirectReads` (`readDirectly()`): the
+/// bufferevent asks the kernel how many bytes are waiting (`FIONREAD`) before every read, one
+/// system call per read that this path does without; the delegate sees the same callbacks.
 final class Transport {
     private(set) var bev: OpaquePointer?
     /// Unowned: the delegate owns this transport and outlives it while it is open.
@@ -23,6 +27,8 @@ final class Transport {
 
     /// True for a plain socket (not TLS): writes may then go straight to the socket.
     private let directWrites: Bool
+    /// Set once reads bypass the bufferevent (plain sockets only).
+    private var directReads: DirectReads?
 
     /// `directWrites` must be false for TLS bufferevents, whose bytes must pass through SSL.
     init(bev: OpaquePointer, delegate: TransportDelegate, directWrites: Bool = false) {
@@ -45,7 +51,10 @@ final class Transport {
     /// Calls into the delegate from a C callback with both objects held strongly: the
     /// delegate may close and drop its last reference while it runs.
     private static func deliver(_ arg: UnsafeMutableRawPointer?, _ body: (Transport, TransportDelegate) -> Void) {
-        let transport = Unmanaged<Transport>.fromOpaque(arg!).takeUnretainedValue()
+        deliverNow(Unmanaged<Transport>.fromOpaque(arg!).takeUnretainedValue(), body)
+    }
+
+    private static func deliverNow(_ transport: Transport, _ body: (Transport, TransportDelegate) -> Void) {
         let delegate: TransportDelegate = transport.delegate
         withExtendedLifetime(transport) {
             withExtendedLifetime(delegate) { body(transport, delegate) }
@@ -53,6 +62,34 @@ final class Transport {
     }
 
     var isOpen: Bool { bev != nil }
+
+    /// From now on reads go straight from the socket into `input` (see `DirectReads`), with
+    /// the same read callbacks, timeout, high-water mark and EOF and error events. Plain
+    /// sockets only, once connected; call once, before the first read is wanted or at once
+    /// after the connection event (the bufferevent's own reading is turned off here).
+    func readDirectly() {
+        guard directWrites, directReads == nil, let bev else { return }
+        let fd = bufferevent_getfd(bev)
+        guard fd >= 0 else { return }
+        let wasReading = Int32(bufferevent_get_enabled(bev)) & EV_READ != 0
+        if wasReading { bufferevent_disable(bev, Int16(EV_READ)) }
+        directReads = DirectReads(transport: self, base: bufferevent_get_base(bev), fd: fd, input: bufferevent_get_input(bev))
+        if wasReading { directReads?.enable() }
+    }
+
+    /// Called by `DirectReads` after bytes were added to `input`.
+    func directBytesArrived() {
+        Transport.deliverNow(self) { $1.transportReadable($0) }
+    }
+
+    /// Called by `DirectReads` when reading stopped: EOF, error or timeout (`BEV_EVENT_*`).
+    func directReadEnded(_ events: Int32) {
+        let savedErrno = errno
+        Transport.deliverNow(self) { transport, delegate in
+            errno = savedErrno
+            delegate.transportEvent(transport, events: Int16(events | BEV_EVENT_READING))
+        }
+    }
 
     /// The input evbuffer (bytes read, not yet consumed).
     var input: OpaquePointer { bufferevent_get_input(bev!) }
@@ -62,24 +99,36 @@ final class Transport {
     var inputLength: Int { bev.map { evbuffer_get_length(bufferevent_get_input($0)) } ?? 0 }
     var outputLength: Int { bev.map { evbuffer_get_length(bufferevent_get_output($0)) } ?? 0 }
 
-    func enableReading() { if let bev { bufferevent_enable(bev, Int16(EV_READ)) } }
-    func disableReading() { if let bev { bufferevent_disable(bev, Int16(EV_READ)) } }
+    func enableReading() {
+        guard let bev else { return }
+        if let directReads { directReads.enable() } else { bufferevent_enable(bev, Int16(EV_READ)) }
+    }
+
+    func disableReading() {
+        guard let bev else { return }
+        if let directReads { directReads.disable() } else { bufferevent_disable(bev, Int16(EV_READ)) }
+    }
     func enableWriting() { if let bev { bufferevent_enable(bev, Int16(EV_WRITE)) } }
 
     /// The write callback fires when output falls to `low` bytes.
     func setWriteLowWater(_ low: Int) { if let bev { bufferevent_setwatermark(bev, Int16(EV_WRITE), low, 0) } }
 
     /// libevent stops reading from the socket while `input` holds more than `high` bytes.
-    func setReadHighWater(_ high: Int) { if let bev { bufferevent_setwatermark(bev, Int16(EV_READ), 0, high) } }
+    func setReadHighWater(_ high: Int) {
+        guard let bev else { return }
+        if let directReads { directReads.setHighWater(high) } else { bufferevent_setwatermark(bev, Int16(EV_READ), 0, high) }
+    }
 
     /// Read/write inactivity timeouts; nil turns one off.
     func setTimeouts(read: Double?, write: Double?) {
         guard let bev else { return }
         var r = timeval(seconds: read ?? 0)
         var w = timeval(seconds: write ?? 0)
+        if let directReads { directReads.setTimeout(read) }
+        let bufferedRead = directReads == nil ? read : nil
         withUnsafePointer(to: &r) { rp in
             withUnsafePointer(to: &w) { wp in
-                _ = bufferevent_set_timeouts(bev, read == nil ? nil : rp, write == nil ? nil : wp)
+                _ = bufferevent_set_timeouts(bev, bufferedRead == nil ? nil : rp, write == nil ? nil : wp)
             }
         }
     }
@@ -148,6 +197,9 @@ final class Transport {
     func close() {
         guard let bev else { return }
         self.bev = nil
+        // Before the bufferevent closes the socket the event watches.
+        directReads?.free()
+        directReads = nil
         bufferevent_free(bev)
     }
 }

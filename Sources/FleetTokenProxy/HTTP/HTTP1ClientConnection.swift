@@ -165,6 +165,7 @@ final class HTTP1ClientConnection: TransportDelegate {
         if e & BEV_EVENT_CONNECTED != 0 {
             // Set once for the connection's life: the answer's bound while busy, the idle bound
             // while pooled. Changing them per exchange would cost epoll_ctl calls.
+            transport.readDirectly()
             transport.setTimeouts(read: limits.responseTimeout, write: limits.responseTimeout)
             pool.connected(self)
             return

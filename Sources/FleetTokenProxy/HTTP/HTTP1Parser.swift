@@ -115,11 +115,24 @@ struct HeadBytes {
         String(decoding: UnsafeBufferPointer(start: base + range.lowerBound, count: range.count), as: UTF8.self)
     }
 
+    /// No byte of `range` is 0x80 or above; eight bytes at a time.
+    @inline(__always)
+    func isASCII(_ range: Range<Int>) -> Bool {
+        var i = range.lowerBound
+        var high: UInt64 = 0
+        while i + 8 <= range.upperBound { high |= word(at: i); i += 8 }
+        while i < range.upperBound { high |= UInt64(base[i]); i += 1 }
+        return high & 0x8080_8080_8080_8080 == 0
+    }
+
     /// A field value or reason phrase as a String that holds exactly its bytes: obs-text (bytes
     /// 0x80 and above) that is valid UTF-8 round-trips byte for byte; any other obs-text is
     /// refused rather than rewritten to U+FFFD (which would change what is relayed).
     func text(_ range: Range<Int>, what: StaticString) throws(HeadStop) -> String {
         let buffer = UnsafeBufferPointer(start: base + range.lowerBound, count: range.count)
+        // Almost every value is ASCII, which is valid UTF-8 as it stands: decoding it skips the
+        // generic validating initializer (a runtime metadata lookup per call on Linux).
+        if isASCII(range) { return String(decoding: buffer, as: UTF8.self) }
         if let s = String(validating: buffer, as: UTF8.self) { return s }
         throw .malformed("\(what) holds bytes that are not UTF-8 (obs-text is relayed only as UTF-8)")
     }

@@ -75,6 +75,13 @@ extension StringProtocol {
     public func asciiCaseInsensitiveEquals<T: StringProtocol>(_ other: T) -> Bool {
         let a = utf8, b = other.utf8
         guard a.count == b.count else { return false }
+        // Native strings and their substrings are contiguous: compare through pointers instead
+        // of stepping two string indices (this runs for every header field several times a call).
+        if let equal = a.withContiguousStorageIfAvailable({ x in
+            b.withContiguousStorageIfAvailable { y in asciiFoldedEqual(x, y) }
+        }), let equal {
+            return equal
+        }
         var i = a.startIndex, j = b.startIndex
         while i != a.endIndex {
             let x = a[i], y = b[j]
@@ -88,4 +95,18 @@ extension StringProtocol {
         }
         return true
     }
+}
+
+/// Byte-wise equality of two equally long buffers, ASCII letters compared without case.
+@inline(__always)
+private func asciiFoldedEqual(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+    for k in 0..<a.count {
+        let x = a[k], y = b[k]
+        if x != y {
+            let lx = (x >= 65 && x <= 90) ? x | 0x20 : x
+            let ly = (y >= 65 && y <= 90) ? y | 0x20 : y
+            if lx != ly { return false }
+        }
+    }
+    return true
 }

@@ -33,6 +33,8 @@ struct CallRecord {
     func finish(core: ProxyCore, logger: Logger, extra: Logger.Metadata = [:]) {
         let seconds = core.clock.monotonicNow - started
         core.metrics.callFinished(protocol: protocolName, code: status, seconds: seconds)
+        // Formatted only when a line is written: most sidecars log no calls.
+        guard core.accessLogger != nil || logger.logLevel <= .debug else { return }
         let ms = "\(Int(seconds * 1000))"
         core.accessLogger?.info("call", metadata: [
             "method": "\(method)", "route": "\(route)", "entity_type": "\(entityType ?? "-")",

@@ -78,6 +78,33 @@ struct HTTP1Exchange: Equatable {
         case close(reason: String)
     }
 
+    /// What one event asks of the connection. Every transition yields no action or one, so
+    /// this is a value holding at most one: returning an array cost a heap allocation per
+    /// event, several per call. Tests may still write `[]` and `[.someAction]`.
+    struct Actions: Equatable, Sequence, ExpressibleByArrayLiteral {
+        let action: Action?
+
+        static let nothing = Actions(nil)
+        static func one(_ action: Action) -> Actions { Actions(action) }
+
+        private init(_ action: Action?) { self.action = action }
+
+        init(arrayLiteral elements: Action...) {
+            precondition(elements.count <= 1, "a transition yields at most one action")
+            action = elements.first
+        }
+
+        struct Iterator: IteratorProtocol {
+            fileprivate var pending: Action?
+            mutating func next() -> Action? {
+                defer { pending = nil }
+                return pending
+            }
+        }
+
+        func makeIterator() -> Iterator { Iterator(pending: action) }
+    }
+
     private(set) var phase: Phase
     private(set) var call: Call?
     private(set) var draining = false
@@ -94,41 +121,41 @@ struct HTTP1Exchange: Equatable {
     // MARK: Reading heads
 
     /// Bytes arrived while no head is being waited for against a deadline: start one.
-    mutating func bytesArrived(now: Double) -> [Action] {
-        guard case .readingHead(nil) = phase else { return [] }
+    mutating func bytesArrived(now: Double) -> Actions {
+        guard case .readingHead(nil) = phase else { return .nothing }
         phase = .readingHead(deadline: now + headTimeout)
-        return [.armHeadDeadline(now + headTimeout)]
+        return .one(.armHeadDeadline(now + headTimeout))
     }
 
     /// The head timer fired. `buffered`: request bytes waiting in the input.
-    mutating func headDeadlinePassed(now: Double, buffered: Int) -> [Action] {
-        guard case .readingHead(let deadline?) = phase, now >= deadline else { return [] }
+    mutating func headDeadlinePassed(now: Double, buffered: Int) -> Actions {
+        guard case .readingHead(let deadline?) = phase, now >= deadline else { return .nothing }
         if buffered == 0 {
             phase = .readingHead(deadline: nil)
-            return []
+            return .nothing
         }
         phase = .closed
-        return [.close(reason: "request head not complete within \(headTimeout) s")]
+        return .one(.close(reason: "request head not complete within \(headTimeout) s"))
     }
 
     /// A whole head was parsed and routed; `chunked` if its body comes chunked.
-    mutating func headParsed(method: String, keepAlive: Bool, chunked: Bool) -> [Action] {
-        guard case .readingHead = phase else { return [] }
+    mutating func headParsed(method: String, keepAlive: Bool, chunked: Bool) -> Actions {
+        guard case .readingHead = phase else { return .nothing }
         call = Call(method: method, keepAlive: keepAlive && !draining)
         if chunked {
             phase = .readingBody
-            return [.readBody]
+            return .one(.readBody)
         }
         phase = .awaitingToken
-        return [.lookUpToken]
+        return .one(.lookUpToken)
     }
 
     /// The whole (chunked) body is in, decoded and held.
-    mutating func bodyRead() -> [Action] {
-        guard phase == .readingBody, call != nil else { return [] }
+    mutating func bodyRead() -> Actions {
+        guard phase == .readingBody, call != nil else { return .nothing }
         call?.replayable = true
         phase = .awaitingToken
-        return [.lookUpToken]
+        return .one(.lookUpToken)
     }
 
     /// The request is held whole by the sidecar (a small body that arrived with its head).
@@ -139,68 +166,68 @@ struct HTTP1Exchange: Equatable {
 
     // MARK: Token and upstream
 
-    mutating func tokenReady() -> [Action] {
-        guard phase == .awaitingToken else { return [] }
+    mutating func tokenReady() -> Actions {
+        guard phase == .awaitingToken else { return .nothing }
         phase = .awaitingUpstream
-        return [.acquireUpstream]
+        return .one(.acquireUpstream)
     }
 
-    mutating func upstreamReady() -> [Action] {
-        guard phase == .awaitingUpstream, call != nil else { return [] }
+    mutating func upstreamReady() -> Actions {
+        guard phase == .awaitingUpstream, call != nil else { return .nothing }
         call?.attempts += 1
         call?.requestSent = false
         call?.responseDone = false
         phase = .forwarding
-        return [.sendRequest]
+        return .one(.sendRequest)
     }
 
     /// The last request byte was handed to the upstream connection.
-    mutating func requestSent() -> [Action] {
-        guard phase == .forwarding || phase == .retrying, call != nil else { return [] }
+    mutating func requestSent() -> Actions {
+        guard phase == .forwarding || phase == .retrying, call != nil else { return .nothing }
         call?.requestSent = true
         return finishIfDone()
     }
 
     // MARK: The answer
 
-    mutating func responseHead(status: Int) -> [Action] {
-        guard phase == .forwarding, let call else { return [] }
+    mutating func responseHead(status: Int) -> Actions {
+        guard phase == .forwarding, let call else { return .nothing }
         if status == 401 && call.attempts == 1 && call.replayable {
             phase = .retrying
-            return []
+            return .nothing
         }
         self.call?.responseStarted = true
-        return [.relayResponse]
+        return .one(.relayResponse)
     }
 
-    mutating func responseEnded() -> [Action] {
+    mutating func responseEnded() -> Actions {
         switch phase {
         case .retrying:
             phase = .awaitingToken
-            return [.refetchToken]
+            return .one(.refetchToken)
         case .forwarding:
             call?.responseDone = true
             return finishIfDone()
         default:
-            return []
+            return .nothing
         }
     }
 
     /// The upstream exchange broke. `retryable`: a reused connection closed before any byte
     /// of an answer (the keep-alive race).
-    mutating func responseFailed(_ failure: ProxyFailure, retryable: Bool) -> [Action] {
-        guard phase == .forwarding || phase == .retrying, let call else { return [] }
+    mutating func responseFailed(_ failure: ProxyFailure, retryable: Bool) -> Actions {
+        guard phase == .forwarding || phase == .retrying, let call else { return .nothing }
         if call.responseStarted {
             // Part of the answer is already with the client: closing is the only honest signal.
             self.call = nil
             phase = .closingAfterFlush
-            return [.closeAfterFlush]
+            return .one(.closeAfterFlush)
         }
         // Sent again only when that cannot run it twice: an idempotent method (RFC 9110
         // §9.2.2), held whole, and once.
         if retryable && call.replayable && call.isIdempotent && call.attempts < 2 && phase == .forwarding {
             phase = .awaitingUpstream
-            return [.acquireUpstream]
+            return .one(.acquireUpstream)
         }
         return refuse(failure, bodyConsumed: call.requestSent)
     }
@@ -209,51 +236,51 @@ struct HTTP1Exchange: Equatable {
 
     /// The sidecar answers the call itself. `bodyConsumed`: the request's body has been read
     /// (or skipped), so the connection can carry another request.
-    mutating func refuse(_ failure: ProxyFailure, bodyConsumed: Bool) -> [Action] {
+    mutating func refuse(_ failure: ProxyFailure, bodyConsumed: Bool) -> Actions {
         switch phase {
         case .closingAfterFlush, .closed:
-            return []
+            return .nothing
         default:
             break
         }
         let keepAlive = bodyConsumed && (call?.keepAlive ?? false) && !draining
         call = nil
         phase = keepAlive ? .readingHead(deadline: nil) : .closingAfterFlush
-        return [.refuse(failure, keepAlive: keepAlive)]
+        return .one(.refuse(failure, keepAlive: keepAlive))
     }
 
     /// A request refused before its call began (bad head, unknown route, method override).
     /// `keepAlive`: the client allows it and the body was skipped (never for a head the parser
     /// refused: its framing is unknown).
-    mutating func headRefused(_ failure: ProxyFailure, keepAlive: Bool) -> [Action] {
-        guard case .readingHead = phase else { return [] }
+    mutating func headRefused(_ failure: ProxyFailure, keepAlive: Bool) -> Actions {
+        guard case .readingHead = phase else { return .nothing }
         let keep = keepAlive && !draining
         phase = keep ? .readingHead(deadline: nil) : .closingAfterFlush
-        return [.refuse(failure, keepAlive: keep)]
+        return .one(.refuse(failure, keepAlive: keep))
     }
 
     /// The connection is back to reading heads after a call; the next head's deadline starts
     /// now (`finishCall` / `refuse` with keep-alive left it unset).
-    mutating func readingNextHead(now: Double) -> [Action] {
-        guard case .readingHead(nil) = phase else { return [] }
+    mutating func readingNextHead(now: Double) -> Actions {
+        guard case .readingHead(nil) = phase else { return .nothing }
         phase = .readingHead(deadline: now + headTimeout)
-        return [.armHeadDeadline(now + headTimeout)]
+        return .one(.armHeadDeadline(now + headTimeout))
     }
 
     /// Everything queued for the client has been written.
-    mutating func outputFlushed() -> [Action] {
-        guard phase == .closingAfterFlush else { return [] }
+    mutating func outputFlushed() -> Actions {
+        guard phase == .closingAfterFlush else { return .nothing }
         phase = .closed
-        return [.close(reason: "answered, not keep-alive")]
+        return .one(.close(reason: "answered, not keep-alive"))
     }
 
     /// Stop taking new requests. `buffered`: request bytes waiting in the input.
-    mutating func drain(buffered: Int) -> [Action] {
+    mutating func drain(buffered: Int) -> Actions {
         draining = true
         call?.keepAlive = false
-        guard case .readingHead = phase, buffered == 0 else { return [] }
+        guard case .readingHead = phase, buffered == 0 else { return .nothing }
         phase = .closed
-        return [.close(reason: "draining")]
+        return .one(.close(reason: "draining"))
     }
 
     /// The socket broke or the server closed the connection.
@@ -262,12 +289,12 @@ struct HTTP1Exchange: Equatable {
         call = nil
     }
 
-    private mutating func finishIfDone() -> [Action] {
-        guard phase == .forwarding, let call, call.requestSent, call.responseDone else { return [] }
+    private mutating func finishIfDone() -> Actions {
+        guard phase == .forwarding, let call, call.requestSent, call.responseDone else { return .nothing }
         let keepAlive = call.keepAlive && !draining
         self.call = nil
         phase = keepAlive ? .readingHead(deadline: nil) : .closingAfterFlush
-        return [.finishCall(keepAlive: keepAlive)]
+        return .one(.finishCall(keepAlive: keepAlive))
     }
 
     /// The answer's framing forced the connection to close after it (no length, HTTP/1.0 client).

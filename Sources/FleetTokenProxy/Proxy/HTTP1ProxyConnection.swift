@@ -19,6 +19,9 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     /// The data of the call in flight (its state is in `exchange`). A class: updated in place
     /// many times per call.
     private final class CallData {
+        /// Which call of the connection this is: the token and upstream callbacks check it
+        /// instead of holding a weak reference (a side-table allocation per call).
+        let serial: Int
         let head: RequestHead
         let key: EntityKey
         var record: CallRecord
@@ -35,7 +38,8 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         var dechunker: ChunkedBodyScanner?
         var continueSent = false
 
-        init(head: RequestHead, key: EntityKey, record: CallRecord, body: RequestBody) {
+        init(serial: Int, head: RequestHead, key: EntityKey, record: CallRecord, body: RequestBody) {
+            self.serial = serial
             self.head = head
             self.key = key
             self.record = record
@@ -48,7 +52,13 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     private unowned let server: ProxyServer
     private var exchange: HTTP1Exchange
     private var call: CallData?
-    private var headTimer: ScheduledWork?
+    /// The whole-head deadline's timer: one libevent event for the connection's life, armed
+    /// lazily. A call that reads its head in time leaves it armed; when it fires it finds the
+    /// deadline moved on (or no head awaited) and re-arms or stays quiet. A timer allocated,
+    /// added and deleted per call cost about 2,000 instructions a call.
+    private var headTimerEvent: OpaquePointer!
+    /// The monotonic time the armed event fires at; nil while not armed.
+    private var headTimerArmedFor: Double?
     private var logger: Logger
     /// The answer's head waits here until its first body bytes (or its end), so head and body
     /// leave in one write: one packet and one wake-up of the client instead of two.
@@ -67,16 +77,26 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         exchange = HTTP1Exchange(now: now, headTimeout: core.limits.headTimeout)
         let bev = bufferevent_socket_new(core.loop.base, fd, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))!
         transport = Transport(bev: bev, delegate: self, directWrites: true)
+        transport.readDirectly()
         // Set once: changing timeouts or read interest per call costs epoll_ctl calls on the
         // hot path. Reading stays on; the high-water mark bounds what a client can queue
         // while its call waits for a token or the upstream.
         transport.setTimeouts(read: core.limits.idleTimeout, write: core.limits.ioTimeout)
         transport.setReadHighWater(core.limits.maxHeadBytes + core.limits.bufferHighWater)
         transport.enableReading()
+        // Unretained: `close` deletes the event and `deinit` frees it, so it never fires into a
+        // freed connection.
+        headTimerEvent = event_new(core.loop.base, -1, 0, { _, _, arg in
+            let connection = Unmanaged<HTTP1ProxyConnection>.fromOpaque(arg!).takeUnretainedValue()
+            withExtendedLifetime(connection) { connection.headTimerFired() }
+        }, Unmanaged.passUnretained(self).toOpaque())
         armHeadTimer(at: now + core.limits.headTimeout)
     }
 
-    deinit { evbuffer_free(corked) }
+    deinit {
+        evbuffer_free(corked)
+        event_free(headTimerEvent)
+    }
 
     /// The one close path: frees the socket, gives back a borrowed upstream connection that
     /// can no longer be trusted, returns held bytes to the budget, and tells the server.
@@ -86,8 +106,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         closed = true
         exchange.closed()
         endCall(discardUpstream: "client connection closed")
-        headTimer?.cancel()
-        headTimer = nil
+        stopHeadTimer()
         logger.trace("connection closed", metadata: ["reason": "\(reason)"])
         transport.close()
         server.connectionClosed(self)
@@ -149,36 +168,57 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
 
     // MARK: The state machine's actions
 
-    private func perform(_ actions: [HTTP1Exchange.Action]) {
-        for action in actions {
-            guard !closed else { return }
-            switch action {
-            case .armHeadDeadline(let at): armHeadTimer(at: at)
-            case .readBody: readChunkedBody()
-            case .lookUpToken: lookUpToken()
-            case .refetchToken: refetchToken()
-            case .acquireUpstream: acquireUpstream()
-            case .sendRequest: sendRequest()
-            case .relayResponse: break // done in responseHead, which knows the head
-            case .finishCall(let keepAlive): finishCall(keepAlive: keepAlive)
-            case .refuse(let failure, let keepAlive): answerRefusal(failure, keepAlive: keepAlive)
-            case .closeAfterFlush:
-                uncork()
-                endCall(discardUpstream: "answer cut short")
-                finishAndClose()
-            case .close(let reason): close(reason: reason)
-            }
+    private func perform(_ actions: HTTP1Exchange.Actions) {
+        guard let action = actions.action, !closed else { return }
+        switch action {
+        case .armHeadDeadline(let at): armHeadTimer(at: at)
+        case .readBody: readChunkedBody()
+        case .lookUpToken: lookUpToken()
+        case .refetchToken: refetchToken()
+        case .acquireUpstream: acquireUpstream()
+        case .sendRequest: sendRequest()
+        case .relayResponse: break // done in responseHead, which knows the head
+        case .finishCall(let keepAlive): finishCall(keepAlive: keepAlive)
+        case .refuse(let failure, let keepAlive): answerRefusal(failure, keepAlive: keepAlive)
+        case .closeAfterFlush:
+            uncork()
+            endCall(discardUpstream: "answer cut short")
+            finishAndClose()
+        case .close(let reason): close(reason: reason)
         }
     }
 
+    /// Makes sure the head timer fires no later than `deadline`. Deadlines only move later
+    /// (each is a fixed time after the previous call's end), so an armed timer is usually left
+    /// as it is and re-armed when it fires.
     private func armHeadTimer(at deadline: Double) {
-        headTimer?.cancel()
-        let delay = max(0, deadline - core.clock.monotonicNow)
-        headTimer = core.loop.schedule(after: delay) { [weak self] in
-            guard let self else { return }
-            headTimer = nil
-            perform(exchange.headDeadlinePassed(now: max(deadline, core.clock.monotonicNow), buffered: transport.inputLength))
+        if let armed = headTimerArmedFor {
+            if armed <= deadline { return }
+            event_del(headTimerEvent)
         }
+        headTimerArmedFor = deadline
+        var tv = timeval(seconds: max(0, deadline - core.clock.monotonicNow))
+        event_add(headTimerEvent, &tv)
+    }
+
+    private func stopHeadTimer() {
+        guard headTimerArmedFor != nil else { return }
+        headTimerArmedFor = nil
+        event_del(headTimerEvent)
+    }
+
+    /// The head timer fired at the deadline it was armed for: the state machine decides,
+    /// unless a later head's deadline has replaced that one (then the timer waits for it).
+    private func headTimerFired() {
+        guard let armed = headTimerArmedFor else { return }
+        headTimerArmedFor = nil
+        guard !closed else { return }
+        let now = max(armed, core.clock.monotonicNow)
+        if case .readingHead(let deadline?) = exchange.phase, deadline > now {
+            armHeadTimer(at: deadline)
+            return
+        }
+        perform(exchange.headDeadlinePassed(now: now, buffered: transport.inputLength))
     }
 
     // MARK: Reading requests
@@ -194,8 +234,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
                 // h2c with prior knowledge: the HTTP/2 connection takes the socket over.
                 closed = true
                 exchange.closed()
-                headTimer?.cancel()
-                headTimer = nil
+                stopHeadTimer()
                 server.upgrade(self, transport: transport)
                 return
             case .needMore:
@@ -220,11 +259,14 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
             perform(exchange.headRefused(failure, keepAlive: false))
         case .complete(let head, let length):
             evbuffer_drain(transport.input, length)
-            headTimer?.cancel()
-            headTimer = nil
+            // The head timer stays armed (see `armHeadTimer`): out of `readingHead`, its firing
+            // changes nothing.
             start(head)
         }
     }
+
+    /// The serial number of the latest call (see `CallData.serial`).
+    private var callSerial = 0
 
     /// The record of a call refused before `call` existed (bad head, bad route).
     private var refusedRecord: CallRecord?
@@ -263,7 +305,8 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         case .success(let k): key = k
         }
         record.entityType = key.type.rawValue
-        let call = CallData(head: head, key: key, record: record, body: body)
+        callSerial += 1
+        let call = CallData(serial: callSerial, head: head, key: key, record: record, body: body)
         // Request bytes this call may hold before they leave: what the input buffer may queue
         // for it, or its whole body when smaller. Refused when the process-wide budget is spent.
         let hold: Int
@@ -347,10 +390,13 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     private func lookUpToken() {
         guard let call else { return }
         // A token handed over before token(for:) returns came from the cache without waiting.
-        var waited = false
-        core.cache.token(for: call.key) { [weak self, weak call] result in
-            guard let self, let call, call === self.call, exchange.phase == .awaitingToken else { return }
-            if call.record.cacheOutcome == nil { call.record.cacheOutcome = waited ? "miss" : "hit" }
+        // (A flag of the connection, not a captured variable: that would be a box per call.)
+        lookingUpToken = true
+        defer { lookingUpToken = false }
+        let serial = call.serial
+        core.cache.token(for: call.key) { [weak self] result in
+            guard let self, let call = self.call, call.serial == serial, exchange.phase == .awaitingToken else { return }
+            if call.record.cacheOutcome == nil { call.record.cacheOutcome = lookingUpToken ? "hit" : "miss" }
             switch result {
             case .failure(let failure):
                 perform(exchange.refuse(failure, bodyConsumed: skipRemainingBody()))
@@ -359,8 +405,10 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
                 perform(exchange.tokenReady())
             }
         }
-        waited = true
     }
+
+    /// True while `token(for:)` runs: an answer then came from the cache without waiting.
+    private var lookingUpToken = false
 
     /// Fleet Engine refused the token (revoked, rotated key): drop it from the cache and fetch
     /// another; the call is sent once more. The first answer never reaches the client.
@@ -374,8 +422,9 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
 
     private func acquireUpstream() {
         guard let call else { return }
-        call.ticket = core.upstream.acquire { [weak self, weak call, pool = core.upstream] result in
-            guard let self, let call, call === self.call, exchange.phase == .awaitingUpstream else {
+        let serial = call.serial
+        call.ticket = core.upstream.acquire { [weak self, pool = core.upstream] result in
+            guard let self, let call = self.call, call.serial == serial, exchange.phase == .awaitingUpstream else {
                 if case .success(let c) = result { pool.release(c, reusable: true) }
                 return
             }
@@ -413,7 +462,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
             exchange.requestHeld()
         }
         if let held = call.held {
-            upstream.send(upstreamHead(call.head, token: token, bodyLength: held.count) + held)
+            upstream.send(upstreamHead(call.head, token: token, bodyLength: held.count, body: held))
             perform(exchange.requestSent())
             return
         }
@@ -446,23 +495,28 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     /// The request head as it goes upstream, written by the sidecar: the request line, its own
     /// Host, the end-to-end fields (no hop-by-hop, framing, Host or Authorization field of the
     /// client's is copied), the body's framing from its own parse, and the entity's token.
-    private func upstreamHead(_ head: RequestHead, token: String, bodyLength: Int) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(256 + head.target.utf8.count + token.utf8.count + head.headers.fields.count * 48)
-        out.append(contentsOf: head.method.utf8)
-        out.append(0x20)
-        out.append(contentsOf: head.target.utf8)
-        out.append(contentsOf: " HTTP/1.1\r\nHost: ".utf8)
-        out.append(contentsOf: core.upstreamOrigin.hostHeader.utf8)
-        out.append(contentsOf: "\r\n".utf8)
-        HopByHop.appendEndToEndFields(of: head.headers, dropping: HopByHop.dropFromRequest, to: &out)
-        if head.framing != .none || bodyLength > 0 {
-            out.append(contentsOf: "Content-Length: \(bodyLength)\r\n".utf8)
+    private func upstreamHead(_ head: RequestHead, token: String, bodyLength: Int, body: [UInt8] = []) -> [UInt8] {
+        let host = core.upstreamOrigin.hostHeader
+        let bound = head.method.utf8.count + head.target.utf8.count + host.utf8.count + token.utf8.count
+            + HopByHop.fieldLinesBound(head.headers) + body.count + 96 + HeadWriter.maxDecimalLength
+        return HeadWriter.bytes(capacity: bound) { out in
+            out.write(head.method)
+            out.byte(0x20)
+            out.write(head.target)
+            out.write(" HTTP/1.1\r\nHost: ")
+            out.write(host)
+            out.write("\r\n")
+            HopByHop.writeEndToEndFields(of: head.headers, dropping: HopByHop.dropFromRequest, to: &out)
+            if head.framing != .none || bodyLength > 0 {
+                out.write("Content-Length: ")
+                out.decimal(bodyLength)
+                out.write("\r\n")
+            }
+            out.write("Authorization: Bearer ")
+            out.write(token)
+            out.write("\r\n\r\n")
+            out.write(body)
         }
-        out.append(contentsOf: "Authorization: Bearer ".utf8)
-        out.append(contentsOf: token.utf8)
-        out.append(contentsOf: "\r\n\r\n".utf8)
-        return out
     }
 
     // MARK: ResponseSink
@@ -471,7 +525,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
 
     func responseHead(_ head: ResponseHead, from connection: HTTP1ClientConnection) {
         guard let call, connection === call.upstream else { return }
-        guard exchange.responseHead(status: head.status) == [.relayResponse] else { return }
+        guard exchange.responseHead(status: head.status) == .one(.relayResponse) else { return }
         call.record.status = head.status
         let framing = head.framing(requestMethod: call.head.method)
         let clientIsHTTP10 = call.head.minorVersion == 0
@@ -484,35 +538,36 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         if closeAfter { exchange.closeAfterAnswer() }
         core.statistics.upstreamStatus[head.status, default: 0] += 1
 
-        var out: [UInt8] = []
-        out.reserveCapacity(64 + head.reason.utf8.count + head.headers.fields.count * 48)
-        out.append(contentsOf: (clientIsHTTP10 ? "HTTP/1.0 " : "HTTP/1.1 ").utf8)
-        appendStatus(head.status, to: &out)
-        out.append(0x20)
-        out.append(contentsOf: head.reason.utf8)
-        out.append(contentsOf: "\r\n".utf8)
-        HopByHop.appendEndToEndFields(of: head.headers, dropping: HopByHop.dropFromResponse, to: &out)
-        // The framing the sidecar relays, written by it: exactly one of them, or none.
-        switch framing {
-        case .contentLength(let n):
-            out.append(contentsOf: "Content-Length: \(n)\r\n".utf8)
-        case .chunked:
-            if !clientIsHTTP10 { out.append(contentsOf: "Transfer-Encoding: chunked\r\n".utf8) }
-        case .none:
-            // No body follows, but a HEAD or 304 answer's length describes the resource.
-            if case .contentLength(let n) = head.declaredFraming, head.status >= 200, head.status != 204 {
-                out.append(contentsOf: "Content-Length: \(n)\r\n".utf8)
+        let bound = head.reason.utf8.count + HopByHop.fieldLinesBound(head.headers) + 128 + HeadWriter.maxDecimalLength
+        let bytes = HeadWriter.bytes(capacity: bound) { out in
+            out.write(clientIsHTTP10 ? "HTTP/1.0 " : "HTTP/1.1 ")
+            appendStatus(head.status, to: &out)
+            out.byte(0x20)
+            out.write(head.reason)
+            out.write("\r\n")
+            HopByHop.writeEndToEndFields(of: head.headers, dropping: HopByHop.dropFromResponse, to: &out)
+            // The framing the sidecar relays, written by it: exactly one of them, or none.
+            switch framing {
+            case .contentLength(let n):
+                writeContentLength(n, to: &out)
+            case .chunked:
+                if !clientIsHTTP10 { out.write("Transfer-Encoding: chunked\r\n") }
+            case .none:
+                // No body follows, but a HEAD or 304 answer's length describes the resource.
+                if case .contentLength(let n) = head.declaredFraming, head.status >= 200, head.status != 204 {
+                    writeContentLength(n, to: &out)
+                }
+            case .untilClose:
+                break
             }
-        case .untilClose:
-            break
+            if closeAfter {
+                out.write("Connection: close\r\n")
+            } else if clientIsHTTP10 {
+                out.write("Connection: keep-alive\r\n")
+            }
+            out.write("\r\n")
         }
-        if closeAfter {
-            out.append(contentsOf: "Connection: close\r\n".utf8)
-        } else if clientIsHTTP10 {
-            out.append(contentsOf: "Connection: keep-alive\r\n".utf8)
-        }
-        out.append(contentsOf: "\r\n".utf8)
-        out.withUnsafeBytes { _ = evbuffer_add(corked, $0.baseAddress, $0.count) }
+        bytes.withUnsafeBytes { _ = evbuffer_add(corked, $0.baseAddress, $0.count) }
     }
 
     /// Writes the corked head (and what was added behind it) to the client.
@@ -607,10 +662,16 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         if transport.outputLength == 0 { perform(exchange.outputFlushed()) }
     }
 
+    private func writeContentLength(_ n: Int, to out: inout HeadWriter) {
+        out.write("Content-Length: ")
+        out.decimal(n)
+        out.write("\r\n")
+    }
+
     /// Three ASCII digits (statuses are 100–999).
-    private func appendStatus(_ status: Int, to out: inout [UInt8]) {
-        out.append(UInt8(48 + status / 100 % 10))
-        out.append(UInt8(48 + status / 10 % 10))
-        out.append(UInt8(48 + status % 10))
+    private func appendStatus(_ status: Int, to out: inout HeadWriter) {
+        out.byte(UInt8(48 + status / 100 % 10))
+        out.byte(UInt8(48 + status / 10 % 10))
+        out.byte(UInt8(48 + status % 10))
     }
 }

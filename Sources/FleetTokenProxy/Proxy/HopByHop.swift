@@ -71,26 +71,48 @@ enum HopByHop {
     /// Appends `Name: value\r\n` for every field that is neither dropped by `drop` nor named
     /// in a `Connection` header: the end-to-end part of an HTTP/1.1 head, request or response.
     static func appendEndToEndFields(of headers: HTTPHeaders, dropping drop: (String) -> Bool, to out: inout [UInt8]) {
-        let listed = headers["connection"] == nil ? [] : connectionTokens(headers)
-        for field in headers where !drop(field.name) {
-            if !listed.isEmpty && listed.contains(where: { $0.asciiCaseInsensitiveEquals(field.name) }) { continue }
-            out.append(contentsOf: field.name.utf8)
-            out.append(contentsOf: ": ".utf8)
-            out.append(contentsOf: field.value.utf8)
-            out.append(contentsOf: "\r\n".utf8)
+        out += HeadWriter.bytes(capacity: fieldLinesBound(headers)) {
+            writeEndToEndFields(of: headers, dropping: drop, to: &$0)
         }
+    }
+
+    /// `appendEndToEndFields` into a head being written.
+    static func writeEndToEndFields(of headers: HTTPHeaders, dropping drop: (String) -> Bool, to out: inout HeadWriter) {
+        let listed = connectionTokens(headers)
+        for field in headers.fields where !drop(field.name) {
+            if !listed.isEmpty && listed.contains(where: { $0.asciiCaseInsensitiveEquals(field.name) }) { continue }
+            out.write(field.name)
+            out.write(": ")
+            out.write(field.value)
+            out.write("\r\n")
+        }
+    }
+
+    /// The bytes every field of `headers` takes as `Name: value\r\n`: a bound on what
+    /// `writeEndToEndFields` writes.
+    static func fieldLinesBound(_ headers: HTTPHeaders) -> Int {
+        var total = 0
+        for field in headers.fields { total += field.name.utf8.count + field.value.utf8.count + 4 }
+        return total
     }
 
     /// The extra field names a `Connection` header lists as hop-by-hop, without the protected
     /// ones (`isProtected`).
     static func connectionTokens(_ headers: HTTPHeaders) -> [Substring] {
-        var tokens: [Substring] = []
-        let values = headers.values("connection")
-        // The usual value names no other field; skip the split.
-        if values.count == 1, values[0].asciiCaseInsensitiveEquals("keep-alive") || values[0].asciiCaseInsensitiveEquals("close") {
+        // The usual heads have no Connection field, or one whose value names no other field:
+        // those are answered without building the list of values.
+        var count = 0
+        var only = ""
+        for field in headers.fields where field.name.asciiCaseInsensitiveEquals("connection") {
+            count += 1
+            only = field.value
+        }
+        if count == 0 { return [] }
+        if count == 1, only.asciiCaseInsensitiveEquals("keep-alive") || only.asciiCaseInsensitiveEquals("close") {
             return []
         }
-        for value in values {
+        var tokens: [Substring] = []
+        for value in headers.values("connection") {
             for part in value.split(separator: ",") {
                 let t = part.trimmingSpaces
                 if !t.isEmpty && !isProtected(t) { tokens.append(t) }
