@@ -86,6 +86,16 @@ struct H2HeaderList {
         }
     }
 
+    /// Calls `body` with each field's name and value, in order (valid only during the call).
+    func forEach(_ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Void) {
+        bytes.withUnsafeBytes { raw in
+            for f in fields {
+                body(UnsafeRawBufferPointer(rebasing: raw[Int(f.nameStart)..<Int(f.nameStart + f.nameCount)]),
+                     UnsafeRawBufferPointer(rebasing: raw[Int(f.valueStart)..<Int(f.valueStart + f.valueCount)]))
+            }
+        }
+    }
+
     /// True when field `index`'s name is `name` (HTTP/2 names are lower-case on the wire).
     func name(at index: Int, is name: StaticString) -> Bool {
         let f = fields[index]

@@ -6,11 +6,10 @@ import CNghttp2
 protocol H2SessionDelegate: AnyObject {
     /// A header block begins: request headers (server), response headers or trailers (client).
     func h2BeginHeaders(stream: Int32)
-    /// Called for each header field unless the block passed `maxHeaderListBytes` (the stream is
-    /// then reset by nghttp2 and closes). The bytes are valid only during the call.
-    func h2Header(stream: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)
-    /// The header block is complete; `endStream` says no DATA follows.
-    func h2HeadersEnded(stream: Int32, endStream: Bool)
+    /// The header block is complete, with its `fields` in order; `endStream` says no DATA
+    /// follows. Not called for a block that passed `maxHeaderListBytes` or `maxHeaderCount`
+    /// (nghttp2 resets the stream instead). `fields` is the session's: copy what is kept.
+    func h2HeadersEnded(stream: Int32, fields: H2HeaderList, endStream: Bool)
     /// A piece of a DATA frame. Flow-control credit is returned only by `consume`.
     func h2Data(stream: Int32, bytes: UnsafeRawBufferPointer)
     /// The peer ended its side of the stream with a DATA frame.
@@ -53,10 +52,11 @@ final class H2Session {
     let maxHeaderListBytes: Int
     /// A header block with more fields than this is refused the same way.
     let maxHeaderCount: Int
-    /// Header-list bytes and fields of the block being received. One block at a time: a header
-    /// block (HEADERS and its CONTINUATIONs) is contiguous on the connection (RFC 9113 §4.3).
+    /// The header block being received and its header-list bytes. One block at a time: a
+    /// header block (HEADERS and its CONTINUATIONs) is contiguous on the connection (RFC 9113
+    /// §4.3), so its fields are gathered here and handed over once, when it ends.
+    private var block = H2HeaderList()
     private var blockBytes = 0
-    private var blockFields = 0
     /// Frames serialized by one `flush()`, written to the socket together (one system call
     /// instead of one per frame).
     private let staging: OpaquePointer = evbuffer_new()
@@ -284,22 +284,20 @@ final class H2Session {
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
             let me = H2Session.from(userData)
             me.blockBytes = 0
-            me.blockFields = 0
+            me.block.removeAll()
             me.delegate.h2BeginHeaders(stream: frame!.pointee.hd.stream_id)
             return 0
         }
         nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
             let me = H2Session.from(userData)
-            let stream = frame!.pointee.hd.stream_id
             // Counted before anything is built from the field; past the bound nghttp2 resets the
             // stream and decodes the rest of the block without calling back (HPACK stays in sync).
             me.blockBytes += nameLength + valueLength + 32
-            me.blockFields += 1
-            guard me.blockBytes <= me.maxHeaderListBytes, me.blockFields <= me.maxHeaderCount else {
+            guard me.blockBytes <= me.maxHeaderListBytes, me.block.count < me.maxHeaderCount else {
                 return Int32(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
             }
-            me.delegate.h2Header(stream: stream, name: UnsafeRawBufferPointer(start: name, count: nameLength),
-                                 value: UnsafeRawBufferPointer(start: value, count: valueLength))
+            me.block.append(name: UnsafeRawBufferPointer(start: name, count: nameLength),
+                            value: UnsafeRawBufferPointer(start: value, count: valueLength))
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
@@ -308,7 +306,7 @@ final class H2Session {
             let endStream = hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
             switch UInt32(hd.type) {
             case NGHTTP2_HEADERS.rawValue:
-                me.delegate.h2HeadersEnded(stream: hd.stream_id, endStream: endStream)
+                me.delegate.h2HeadersEnded(stream: hd.stream_id, fields: me.block, endStream: endStream)
             case NGHTTP2_DATA.rawValue:
                 if endStream { me.delegate.h2DataEnded(stream: hd.stream_id) }
             case NGHTTP2_GOAWAY.rawValue:

@@ -31,9 +31,6 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     private var flushWakeup: H2Wakeup!
     /// Scratch list for the heads this connection submits (reused, not allocated per call).
     private var outgoingHead = H2HeaderList()
-    /// The call whose request head is being received (header blocks are contiguous on a
-    /// connection): looked up once per block, not per field. Nil for trailers and refused streams.
-    private var blockCall: H2Call?
     /// Request bytes held by this connection's calls (`limits.maxConnectionBufferedBytes`).
     private var bufferedBytes = 0
     let id: Int
@@ -65,7 +62,6 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         guard !closed else { return }
         closed = true
         _ = lifecycle.sessionEnded()
-        blockCall = nil
         let open = Array(calls.values)
         calls.removeAll()
         for call in open { apply(call.state.handle(.streamClosed), to: call) }
@@ -145,7 +141,6 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     // MARK: H2SessionDelegate — the client's side
 
     func h2BeginHeaders(stream: Int32) {
-        blockCall = nil
         guard calls[stream] == nil else { return } // trailers: the call's machine hears of them at their end
         guard lifecycle.streamOpened(stream) == [.accept] else {
             session.resetStream(stream, errorCode: UInt32(NGHTTP2_REFUSED_STREAM.rawValue))
@@ -157,12 +152,14 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
                           state: H2CallState(now: now, headTimeout: core.limits.headTimeout, ioTimeout: core.limits.ioTimeout),
                           record: CallRecord(protocolName: "h2", started: now))
         calls[stream] = call
-        blockCall = call
     }
 
-    func h2Header(stream: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        // Only the request head is read: trailers are never forwarded (nor their grpc-timeout).
-        guard let call = blockCall, call.clientStream == stream, call.state.phase == .receivingHead else { return }
+    /// Takes what the sidecar reads from the request head, and keeps the fields it forwards.
+    private func readRequestHead(_ call: H2Call, _ fields: H2HeaderList) {
+        fields.forEach { name, value in readRequestField(call, name: name, value: value) }
+    }
+
+    private func readRequestField(_ call: H2Call, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         // Fields stay bytes: only the few the sidecar reads become values of their own.
         if name.first == UInt8(ascii: ":") {
             if H2HeaderList.equal(name, ":method") {
@@ -184,10 +181,11 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         call.headers.append(name: name, value: value)
     }
 
-    func h2HeadersEnded(stream: Int32, endStream: Bool) {
-        blockCall = nil
+    func h2HeadersEnded(stream: Int32, fields: H2HeaderList, endStream: Bool) {
         guard let call = calls[stream] else { return }
+        // Only the request head is read: trailers are never forwarded (nor their grpc-timeout).
         if call.state.phase == .receivingHead {
+            readRequestHead(call, fields)
             call.record.protocolName = call.isGRPC ? "grpc" : "h2"
             call.record.method = call.method
             call.record.target = call.path

@@ -22,9 +22,6 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
     private var flushWakeup: H2Wakeup!
     /// Scratch list for request heads (reused, not allocated per call).
     private var outgoingHead = H2HeaderList()
-    /// The call whose header block is being received (blocks are contiguous on a connection),
-    /// looked up once per block instead of once per field.
-    private var blockCall: H2Call?
     private let loop: EventLoop
     let id: Int
     /// Most streams this side opens at once, and each stream's receive window.
@@ -198,24 +195,13 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
 
     // MARK: H2SessionDelegate — Fleet Engine's side
 
-    func h2BeginHeaders(stream: Int32) {
-        blockCall = streams[stream]
-        guard let call = blockCall else { return }
-        if call.state.phase == .relaying { call.responseTrailers = H2HeaderList() } // a second block: trailers
-    }
+    func h2BeginHeaders(stream: Int32) {}
 
-    func h2Header(stream: Int32, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        guard let call = blockCall, call.upstreamStream == stream else { return }
-        if call.responseTrailers != nil {
-            call.responseTrailers!.append(name: name, value: value)
-        } else {
-            call.responseHeaders.append(name: name, value: value)
-        }
-    }
-
-    func h2HeadersEnded(stream: Int32, endStream: Bool) {
-        blockCall = nil
-        guard let call = streams[stream], let client = call.client else { return }
+    func h2HeadersEnded(stream: Int32, fields: H2HeaderList, endStream: Bool) {
+        guard let call = streams[stream] else { return }
+        // A second block while relaying: trailers.
+        if call.state.phase == .relaying { call.responseTrailers = fields } else { call.responseHeaders = fields }
+        guard let client = call.client else { return }
         if call.state.phase == .forwarding {
             // An interim 1xx head is not the answer.
             if let status = call.responseHeaders.first(":status"), status.hasPrefix("1") {
@@ -310,7 +296,6 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
     func closeAndFail(reason: String) {
         guard state != .closed else { return }
         state = .closed
-        blockCall = nil
         let open = Array(streams.values) + pending
         streams.removeAll()
         pending.removeAll()
