@@ -373,8 +373,9 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     private func route(_ call: H2Call) {
         guard call.state.phase == .routing else { return }
         // Checked before the route: a method override or a client credential is refused
-        // whatever the call is (SPEC §7), as over HTTP/1.1.
-        if let failure = RESTRoute.headerRefusal(names: call.headers.names) {
+        // whatever the call is (SPEC §7), as over HTTP/1.1. Once: the head does not change, and
+        // a gRPC call comes back here for each piece of its first message (with its rule set).
+        if call.rule == nil, let failure = RESTRoute.headerRefusal(names: call.headers.names) {
             refuse(call, failure)
             return
         }
