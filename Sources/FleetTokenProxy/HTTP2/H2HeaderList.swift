@@ -130,19 +130,24 @@ struct H2HeaderList {
     var names: LazyMapSequence<Range<Int>, String> { fields.indices.lazy.map { name(at: $0) } }
 
     /// Calls `body` with an `nghttp2_nv` array over the storage, valid only during the call
-    /// (nghttp2 copies names and values while submitting). `nva` is scratch space the caller
-    /// keeps, so the array is not allocated per submit.
-    func withNV<R>(_ nva: inout [nghttp2_nv], _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
+    /// (nghttp2 copies names and values while submitting). The array is on the stack: nothing
+    /// is allocated per submit.
+    func withNV<R>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
         bytes.withUnsafeBufferPointer { raw in
             // A pointer nghttp2 never reads through when its length is 0 (an empty list).
             let base = UnsafeMutablePointer(mutating: raw.baseAddress ?? UnsafePointer(bitPattern: 1)!)
-            nva.removeAll(keepingCapacity: true)
-            for f in fields {
-                nva.append(nghttp2_nv(name: base + Int(f.nameStart), value: base + Int(f.valueStart),
-                                      namelen: Int(f.nameCount), valuelen: Int(f.valueCount),
-                                      flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+            return fields.withUnsafeBufferPointer { fields in
+                withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(fields.count, 1)) { nva in
+                    for (i, f) in fields.enumerated() {
+                        (nva.baseAddress! + i).initialize(to: nghttp2_nv(
+                            name: base + Int(f.nameStart), value: base + Int(f.valueStart),
+                            namelen: Int(f.nameCount), valuelen: Int(f.valueCount),
+                            flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+                    }
+                    // nghttp2_nv is a trivial C struct: nothing to deinitialize.
+                    return body(UnsafePointer(nva.baseAddress!), fields.count)
+                }
             }
-            return nva.withUnsafeBufferPointer { body($0.baseAddress ?? UnsafePointer(bitPattern: 8)!, $0.count) }
         }
     }
 

@@ -60,8 +60,6 @@ final class H2Session {
     /// Frames serialized by one `flush()`, written to the socket together (one system call
     /// instead of one per frame).
     private let staging: OpaquePointer = evbuffer_new()
-    /// Scratch space for the `nghttp2_nv` arrays of submits.
-    private var nva: [nghttp2_nv] = []
 
     /// Creates a session; `isServer` picks the side. Automatic WINDOW_UPDATEs are off: credit is
     /// returned with `consume` once bytes have been passed on, so a slow peer slows the other.
@@ -183,7 +181,7 @@ final class H2Session {
     /// Opens a client stream; `hasBody` attaches a body read through `h2ReadBody`.
     func submitRequest(_ headers: H2HeaderList, hasBody: Bool) -> Int32 {
         guard let session else { return -1 }
-        return headers.withNV(&nva) { nva, count in
+        return headers.withNV { nva, count in
             if hasBody {
                 var provider = Self.bodyProvider
                 return nghttp2_submit_request(session, nil, nva, count, &provider, nil)
@@ -194,7 +192,7 @@ final class H2Session {
 
     func submitResponse(stream: Int32, _ headers: H2HeaderList, hasBody: Bool) {
         guard let session else { return }
-        _ = headers.withNV(&nva) { nva, count in
+        _ = headers.withNV { nva, count in
             if hasBody {
                 var provider = Self.bodyProvider
                 return nghttp2_submit_response(session, stream, nva, count, &provider)
@@ -205,7 +203,7 @@ final class H2Session {
 
     func submitTrailer(stream: Int32, _ headers: H2HeaderList) {
         guard let session else { return }
-        _ = headers.withNV(&nva) { nva, count in nghttp2_submit_trailer(session, stream, nva, count) }
+        _ = headers.withNV { nva, count in nghttp2_submit_trailer(session, stream, nva, count) }
     }
 
     func resetStream(_ stream: Int32, errorCode: UInt32) {
