@@ -16,12 +16,13 @@ final class H2Call {
     // Request, as the client sent it.
     var method = ""
     var path = ""
-    var contentType = ""
+    /// The content-type is `application/grpc` or one of its `+format` variants.
+    var isGRPC = false
     var grpcEncoding: String?
     var grpcTimeout: Double?
-    /// Regular (non-pseudo) request headers, in order, names lower-case as HTTP/2 requires.
-    var headers: [(String, String)] = []
-    var isGRPC: Bool { contentType.hasPrefix("application/grpc") }
+    /// Regular (non-pseudo) request headers, in order, names lower-case as HTTP/2 requires,
+    /// kept as the bytes they arrived as.
+    var headers = H2HeaderList()
     /// The gRPC method's routing rule, looked up once when the headers end.
     var rule: GRPCRouteRule?
 
@@ -43,7 +44,7 @@ final class H2Call {
     var token: String?
     var record: CallRecord
     /// The one timer of the call (head timeout, then `grpc-timeout` until forwarded).
-    var timer: ScheduledWork?
+    var timer: H2Wakeup?
 
     // Upstream side.
     weak var upstream: UpstreamH2Connection?
@@ -67,8 +68,8 @@ final class H2Call {
     var responseBytesCredited = 0
 
     // Response, as the upstream sends it.
-    var responseHeaders: [(String, String)] = []
-    var responseTrailers: [(String, String)]?
+    var responseHeaders = H2HeaderList()
+    var responseTrailers: H2HeaderList?
     let responseBody: OpaquePointer
 
     init(clientStream: Int32, client: HTTP2ProxyConnection, state: H2CallState, record: CallRecord) {

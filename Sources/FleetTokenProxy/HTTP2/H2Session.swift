@@ -6,11 +6,10 @@ import CNghttp2
 protocol H2SessionDelegate: AnyObject {
     /// A header block begins: request headers (server), response headers or trailers (client).
     func h2BeginHeaders(stream: Int32)
-    /// Called for each header field unless the block passed `maxHeaderListBytes` (the stream is
-    /// then reset by nghttp2 and closes).
-    func h2Header(stream: Int32, name: String, value: String)
-    /// The header block is complete; `endStream` says no DATA follows.
-    func h2HeadersEnded(stream: Int32, endStream: Bool)
+    /// The header block is complete, with its `fields` in order; `endStream` says no DATA
+    /// follows. Not called for a block that passed `maxHeaderListBytes` or `maxHeaderCount`
+    /// (nghttp2 resets the stream instead). `fields` is the session's: copy what is kept.
+    func h2HeadersEnded(stream: Int32, fields: H2HeaderList, endStream: Bool)
     /// A piece of a DATA frame. Flow-control credit is returned only by `consume`.
     func h2Data(stream: Int32, bytes: UnsafeRawBufferPointer)
     /// The peer ended its side of the stream with a DATA frame.
@@ -53,8 +52,14 @@ final class H2Session {
     let maxHeaderListBytes: Int
     /// A header block with more fields than this is refused the same way.
     let maxHeaderCount: Int
-    /// Header-list bytes and fields of the block being received, per stream.
-    private var headerListBytes: [Int32: (bytes: Int, count: Int)] = [:]
+    /// The header block being received and its header-list bytes. One block at a time: a
+    /// header block (HEADERS and its CONTINUATIONs) is contiguous on the connection (RFC 9113
+    /// §4.3), so its fields are gathered here and handed over once, when it ends.
+    private var block = H2HeaderList()
+    private var blockBytes = 0
+    /// Frames serialized by one `flush()`, written to the socket together (one system call
+    /// instead of one per frame).
+    private let staging: OpaquePointer = evbuffer_new()
 
     /// Creates a session; `isServer` picks the side. Automatic WINDOW_UPDATEs are off: credit is
     /// returned with `consume` once bytes have been passed on, so a slow peer slows the other.
@@ -83,7 +88,10 @@ final class H2Session {
         session = s
     }
 
-    deinit { close() }
+    deinit {
+        close()
+        evbuffer_free(staging)
+    }
 
     /// Frees the session. Idempotent.
     func close() {
@@ -136,12 +144,24 @@ final class H2Session {
         guard let session else { return }
         if callbackDepth > 0 { flushPending = true; return }
         flushPending = false
-        while transport.outputLength < outputHighWater {
-            var data: UnsafePointer<UInt8>?
-            let n = nghttp2_session_mem_send(session, &data)
-            if n <= 0 { break }
-            transport.write(UnsafeRawBufferPointer(start: data, count: n))
+        // Frames are gathered up to the room left under the high-water mark and written in one
+        // go. When the socket takes them all, nothing is queued and no write callback will come
+        // to ask again, so the loop goes on until nghttp2 has nothing left or the socket is full.
+        var drained = false
+        while !drained, transport.isOpen, transport.outputLength < outputHighWater {
+            let room = outputHighWater - transport.outputLength
+            while evbuffer_get_length(staging) < room {
+                var data: UnsafePointer<UInt8>?
+                let n = nghttp2_session_mem_send(session, &data)
+                if n <= 0 { drained = true; break }
+                evbuffer_add(staging, data, n)
+            }
+            let staged = evbuffer_get_length(staging)
+            if staged == 0 { break }
+            transport.moveIn(from: staging, count: staged)
         }
+        // A closed transport takes nothing; nothing staged may linger into a later flush.
+        evbuffer_drain(staging, evbuffer_get_length(staging))
     }
 
     /// True while the session has anything left to read or write.
@@ -159,9 +179,9 @@ final class H2Session {
     // MARK: Submitting
 
     /// Opens a client stream; `hasBody` attaches a body read through `h2ReadBody`.
-    func submitRequest(_ headers: [(String, String)], hasBody: Bool) -> Int32 {
+    func submitRequest(_ headers: H2HeaderList, hasBody: Bool) -> Int32 {
         guard let session else { return -1 }
-        return withNV(headers) { nva, count in
+        return headers.withNV { nva, count in
             if hasBody {
                 var provider = Self.bodyProvider
                 return nghttp2_submit_request(session, nil, nva, count, &provider, nil)
@@ -170,9 +190,9 @@ final class H2Session {
         }
     }
 
-    func submitResponse(stream: Int32, _ headers: [(String, String)], hasBody: Bool) {
+    func submitResponse(stream: Int32, _ headers: H2HeaderList, hasBody: Bool) {
         guard let session else { return }
-        _ = withNV(headers) { nva, count in
+        _ = headers.withNV { nva, count in
             if hasBody {
                 var provider = Self.bodyProvider
                 return nghttp2_submit_response(session, stream, nva, count, &provider)
@@ -181,9 +201,9 @@ final class H2Session {
         }
     }
 
-    func submitTrailer(stream: Int32, _ headers: [(String, String)]) {
+    func submitTrailer(stream: Int32, _ headers: H2HeaderList) {
         guard let session else { return }
-        _ = withNV(headers) { nva, count in nghttp2_submit_trailer(session, stream, nva, count) }
+        _ = headers.withNV { nva, count in nghttp2_submit_trailer(session, stream, nva, count) }
     }
 
     func resetStream(_ stream: Int32, errorCode: UInt32) {
@@ -261,24 +281,21 @@ final class H2Session {
     private static func install(_ callbacks: OpaquePointer) {
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
             let me = H2Session.from(userData)
-            me.headerListBytes[frame!.pointee.hd.stream_id] = (0, 0)
+            me.blockBytes = 0
+            me.block.removeAll()
             me.delegate.h2BeginHeaders(stream: frame!.pointee.hd.stream_id)
             return 0
         }
         nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
             let me = H2Session.from(userData)
-            let stream = frame!.pointee.hd.stream_id
             // Counted before anything is built from the field; past the bound nghttp2 resets the
             // stream and decodes the rest of the block without calling back (HPACK stays in sync).
-            let seen = me.headerListBytes[stream] ?? (0, 0)
-            let total = (bytes: seen.bytes + nameLength + valueLength + 32, count: seen.count + 1)
-            me.headerListBytes[stream] = total
-            guard total.bytes <= me.maxHeaderListBytes, total.count <= me.maxHeaderCount else {
+            me.blockBytes += nameLength + valueLength + 32
+            guard me.blockBytes <= me.maxHeaderListBytes, me.block.count < me.maxHeaderCount else {
                 return Int32(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
             }
-            let n = String(decoding: UnsafeBufferPointer(start: name, count: nameLength), as: UTF8.self)
-            let v = String(decoding: UnsafeBufferPointer(start: value, count: valueLength), as: UTF8.self)
-            me.delegate.h2Header(stream: frame!.pointee.hd.stream_id, name: n, value: v)
+            me.block.append(name: UnsafeRawBufferPointer(start: name, count: nameLength),
+                            value: UnsafeRawBufferPointer(start: value, count: valueLength))
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
@@ -287,8 +304,7 @@ final class H2Session {
             let endStream = hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
             switch UInt32(hd.type) {
             case NGHTTP2_HEADERS.rawValue:
-                me.headerListBytes[hd.stream_id] = nil
-                me.delegate.h2HeadersEnded(stream: hd.stream_id, endStream: endStream)
+                me.delegate.h2HeadersEnded(stream: hd.stream_id, fields: me.block, endStream: endStream)
             case NGHTTP2_DATA.rawValue:
                 if endStream { me.delegate.h2DataEnded(stream: hd.stream_id) }
             case NGHTTP2_GOAWAY.rawValue:
@@ -314,32 +330,8 @@ final class H2Session {
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, stream, errorCode, userData in
             let me = H2Session.from(userData)
-            me.headerListBytes[stream] = nil
             me.delegate.h2StreamClosed(stream: stream, errorCode: errorCode)
             return 0
-        }
-    }
-
-    private func withNV<R>(_ headers: [(String, String)], _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
-        // nghttp2 copies names and values during submit, so these buffers need only live
-        // for the call.
-        var storage: [UInt8] = []
-        storage.reserveCapacity(headers.reduce(0) { $0 + $1.0.utf8.count + $1.1.utf8.count })
-        var spans: [(Int, Int, Int, Int)] = []
-        for (name, value) in headers {
-            let ns = storage.count
-            storage.append(contentsOf: name.utf8)
-            let vs = storage.count
-            storage.append(contentsOf: value.utf8)
-            spans.append((ns, vs - ns, vs, storage.count - vs))
-        }
-        return storage.withUnsafeMutableBufferPointer { raw in
-            let base = raw.baseAddress ?? UnsafeMutablePointer<UInt8>.allocate(capacity: 1)
-            var nva = spans.map { s in
-                nghttp2_nv(name: base + s.0, value: base + s.2, namelen: s.1, valuelen: s.3,
-                           flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-            }
-            return nva.withUnsafeMutableBufferPointer { body($0.baseAddress!, $0.count) }
         }
     }
 }

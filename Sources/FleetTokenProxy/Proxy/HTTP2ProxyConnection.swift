@@ -26,7 +26,11 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     private var logger: Logger
     private var closed = false
     private var closeWhenWritten = false
-    private var flushScheduled = false
+    /// Runs `flush()` once after the current callbacks, for frames queued from outside this
+    /// connection's own read (the upstream's answers, a token that arrived).
+    private var flushWakeup: H2Wakeup!
+    /// Scratch list for the heads this connection submits (reused, not allocated per call).
+    private var outgoingHead = H2HeaderList()
     /// Request bytes held by this connection's calls (`limits.maxConnectionBufferedBytes`).
     private var bufferedBytes = 0
     let id: Int
@@ -43,6 +47,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         logger[metadataKey: "protocol"] = "h2"
         self.logger = logger
         transport.delegate = self
+        flushWakeup = H2Wakeup(loop: core.loop) { [unowned self] in flush() }
         session = try H2Session(isServer: true, transport: transport, delegate: self,
                                 maxHeaderListBytes: core.limits.maxHeadBytes, maxHeaderCount: core.limits.maxHeaderCount)
         session.submitSettings(maxConcurrentStreams: UInt32(core.limits.maxConcurrentStreams))
@@ -61,6 +66,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         calls.removeAll()
         for call in open { apply(call.state.handle(.streamClosed), to: call) }
         logger.trace("connection closed", metadata: ["reason": "\(reason)"])
+        flushWakeup.cancel()
         session.close()
         transport.close()
         server.connectionClosed(self)
@@ -125,15 +131,11 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         }
     }
 
-    /// Flushes after the current callbacks (from the other connection's callbacks).
+    /// Flushes after the current callbacks (from the other connection's callbacks), once
+    /// however often it is asked: the answers of many streams leave in one write.
     func flushSoon() {
-        guard !flushScheduled, !closed else { return }
-        flushScheduled = true
-        core.loop.schedule(after: 0) { [weak self] in
-            guard let self else { return }
-            flushScheduled = false
-            flush()
-        }
+        guard !closed else { return }
+        flushWakeup.soon()
     }
 
     // MARK: H2SessionDelegate — the client's side
@@ -152,24 +154,38 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         calls[stream] = call
     }
 
-    func h2Header(stream: Int32, name: String, value: String) {
-        // Only the request head is read: trailers are never forwarded (nor their grpc-timeout).
-        guard let call = calls[stream], call.state.phase == .receivingHead else { return }
-        switch name {
-        case ":method": call.method = value
-        case ":path": call.path = value
-        case ":authority", ":scheme": break // set again for the upstream
-        case "content-type": call.contentType = value; call.headers.append((name, value))
-        case "grpc-encoding": call.grpcEncoding = value; call.headers.append((name, value))
-        case "grpc-timeout": call.grpcTimeout = H2Call.grpcTimeout(value); call.headers.append((name, value))
-        default:
-            if !name.hasPrefix(":") && !HopByHop.dropFromH2Request(name) { call.headers.append((name, value)) }
-        }
+    /// Takes what the sidecar reads from the request head, and keeps the fields it forwards.
+    private func readRequestHead(_ call: H2Call, _ fields: H2HeaderList) {
+        fields.forEach { name, value in readRequestField(call, name: name, value: value) }
     }
 
-    func h2HeadersEnded(stream: Int32, endStream: Bool) {
+    private func readRequestField(_ call: H2Call, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        // Fields stay bytes: only the few the sidecar reads become values of their own.
+        if name.first == UInt8(ascii: ":") {
+            if H2HeaderList.equal(name, ":method") {
+                call.method = String(decoding: value, as: UTF8.self)
+            } else if H2HeaderList.equal(name, ":path") {
+                call.path = String(decoding: value, as: UTF8.self)
+            }
+            return // :authority and :scheme are set again for the upstream; no other is forwarded
+        }
+        if H2HeaderList.equal(name, "content-type") {
+            call.isGRPC = value.starts(with: "application/grpc".utf8)
+        } else if H2HeaderList.equal(name, "grpc-encoding") {
+            call.grpcEncoding = String(decoding: value, as: UTF8.self)
+        } else if H2HeaderList.equal(name, "grpc-timeout") {
+            call.grpcTimeout = H2Call.grpcTimeout(String(decoding: value, as: UTF8.self))
+        } else if HopByHop.dropFromH2Request(String(decoding: name, as: UTF8.self)) {
+            return
+        }
+        call.headers.append(name: name, value: value)
+    }
+
+    func h2HeadersEnded(stream: Int32, fields: H2HeaderList, endStream: Bool) {
         guard let call = calls[stream] else { return }
+        // Only the request head is read: trailers are never forwarded (nor their grpc-timeout).
         if call.state.phase == .receivingHead {
+            readRequestHead(call, fields)
             call.record.protocolName = call.isGRPC ? "grpc" : "h2"
             call.record.method = call.method
             call.record.target = call.path
@@ -268,27 +284,31 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
             case .armTimer(let at):
                 armTimer(call, at: at)
             case .cancelTimer:
-                call.timer?.cancel()
-                call.timer = nil
+                call.timer?.disarm()
             case .releaseBuffers:
                 releaseRequestBytes(call)
                 returnResponseCredit(call)
             case .finish:
                 call.record.entityType = call.key?.type.rawValue
-                call.record.finish(core: core, logger: logger, extra: ["stream": "\(call.clientStream)"])
+                // The stream id is for the debug line only: not built for calls nobody logs.
+                call.record.finish(core: core, logger: logger, extra: logger.logLevel <= .debug ? ["stream": "\(call.clientStream)"] : [:])
             }
         }
     }
 
+    /// One event per call, re-armed as the call moves from deadline to deadline.
     private func armTimer(_ call: H2Call, at: Double) {
-        call.timer?.cancel()
-        call.timer = nil
-        guard at.isFinite else { return }
-        call.timer = core.loop.schedule(after: max(0, at - core.clock.monotonicNow)) { [weak self, weak call] in
-            guard let self, let call else { return }
-            call.timer = nil
-            apply(call.state.handle(.tick(now: core.clock.monotonicNow)), to: call)
+        guard at.isFinite else {
+            call.timer?.disarm()
+            return
         }
+        if call.timer == nil {
+            call.timer = H2Wakeup(loop: core.loop) { [weak self, weak call] in
+                guard let self, let call else { return }
+                apply(call.state.handle(.tick(now: core.clock.monotonicNow)), to: call)
+            }
+        }
+        call.timer?.arm(after: max(0, at - core.clock.monotonicNow))
     }
 
     // MARK: Request bytes
@@ -353,8 +373,9 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     private func route(_ call: H2Call) {
         guard call.state.phase == .routing else { return }
         // Checked before the route: a method override or a client credential is refused
-        // whatever the call is (SPEC §7), as over HTTP/1.1.
-        if let failure = RESTRoute.headerRefusal(names: call.headers.lazy.map(\.0)) {
+        // whatever the call is (SPEC §7), as over HTTP/1.1. Once: the head does not change, and
+        // a gRPC call comes back here for each piece of its first message (with its rule set).
+        if call.rule == nil, let failure = RESTRoute.headerRefusal(names: call.headers.names) {
             refuse(call, failure)
             return
         }
@@ -491,13 +512,18 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     }
 
     private func relayHead(_ call: H2Call, endStream: Bool) {
-        var headers: [(String, String)] = []
-        headers.reserveCapacity(call.responseHeaders.count)
-        for (name, value) in call.responseHeaders where !HopByHop.dropFromH2Response(name) {
-            if name == ":status" { call.record.status = Int(value) ?? 0; headers.insert((name, value), at: 0) } else { headers.append((name, value)) }
+        let response = call.responseHeaders
+        outgoingHead.removeAll()
+        // :status first (a pseudo-header precedes every regular field), then the rest in order.
+        for i in 0..<response.count where response.name(at: i, is: ":status") {
+            call.record.status = Int(response.value(at: i)) ?? 0
+            outgoingHead.append(field: i, of: response)
+        }
+        for i in 0..<response.count where !response.name(at: i, is: ":status") && !HopByHop.dropFromH2Response(response.name(at: i)) {
+            outgoingHead.append(field: i, of: response)
         }
         core.statistics.upstreamStatus[call.record.status, default: 0] += 1
-        session.submitResponse(stream: call.clientStream, headers, hasBody: !endStream)
+        session.submitResponse(stream: call.clientStream, outgoingHead, hasBody: !endStream)
         flushSoon()
     }
 
@@ -527,10 +553,11 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         core.statistics.refusedByStatus[failure.httpStatus, default: 0] += 1
         let body = ErrorResponse.jsonBody(failure)
         evbuffer_add(call.responseBody, body, body.count)
-        session.submitResponse(stream: call.clientStream, [
-            (":status", "\(failure.httpStatus)"), ("content-type", "application/json; charset=UTF-8"),
-            ("content-length", "\(body.count)"),
-        ], hasBody: true)
+        outgoingHead.removeAll()
+        outgoingHead.append(name: ":status", value: "\(failure.httpStatus)")
+        outgoingHead.append(name: "content-type", value: "application/json; charset=UTF-8")
+        outgoingHead.append(name: "content-length", value: "\(body.count)")
+        session.submitResponse(stream: call.clientStream, outgoingHead, hasBody: true)
         flushSoon()
     }
 
@@ -540,10 +567,12 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         call.record.refusal = message
         core.statistics.refusedByGRPCStatus[grpcStatus, default: 0] += 1
         logger.debug("refused", metadata: ["stream": "\(call.clientStream)", "grpc_status": "\(grpcStatus)", "reason": "\(message)"])
-        session.submitResponse(stream: call.clientStream, [
-            (":status", "200"), ("content-type", "application/grpc"),
-            ("grpc-status", "\(grpcStatus)"), ("grpc-message", GRPCMessage.percentEncoded(message)),
-        ], hasBody: false)
+        outgoingHead.removeAll()
+        outgoingHead.append(name: ":status", value: "200")
+        outgoingHead.append(name: "content-type", value: "application/grpc")
+        outgoingHead.append(name: "grpc-status", value: "\(grpcStatus)")
+        outgoingHead.append(name: "grpc-message", value: GRPCMessage.percentEncoded(message))
+        session.submitResponse(stream: call.clientStream, outgoingHead, hasBody: false)
         flushSoon()
     }
 }

@@ -17,7 +17,11 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
     /// Calls waiting for the connection to be ready.
     private var pending: [H2Call] = []
     private var streams: [Int32: H2Call] = [:]
-    private var flushScheduled = false
+    /// Runs `flush()` once after the current callbacks: the streams that calls open from one
+    /// read of their clients leave in one write.
+    private var flushWakeup: H2Wakeup!
+    /// Scratch list for request heads (reused, not allocated per call).
+    private var outgoingHead = H2HeaderList()
     private let loop: EventLoop
     let id: Int
     /// Most streams this side opens at once, and each stream's receive window.
@@ -33,6 +37,7 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
         self.loop = loop
         self.id = id
         transport = Transport(bev: bev, delegate: self, directWrites: !isTLS)
+        flushWakeup = H2Wakeup(loop: loop) { [unowned self] in flush() }
     }
 
     /// Streams open or waiting: what the pool balances on.
@@ -57,15 +62,15 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
             pending.append(call)
             return
         }
-        var headers: [(String, String)] = [
-            (":method", call.method), (":scheme", isTLS ? "https" : "http"),
-            (":authority", origin.hostHeader), (":path", call.path),
-        ]
-        headers.reserveCapacity(call.headers.count + 5)
-        headers.append(contentsOf: call.headers)
-        headers.append(("authorization", "Bearer " + (call.token ?? "")))
+        outgoingHead.removeAll()
+        outgoingHead.append(name: ":method", value: call.method)
+        outgoingHead.append(name: ":scheme", value: isTLS ? "https" : "http")
+        outgoingHead.append(name: ":authority", value: origin.hostHeader)
+        outgoingHead.append(name: ":path", value: call.path)
+        outgoingHead.append(contentsOf: call.headers)
+        outgoingHead.append(name: "authorization", prefix: "Bearer ", value: call.token ?? "")
         let hasBody = !call.state.requestEnded || evbuffer_get_length(call.requestBody) > 0
-        let stream = session.submitRequest(headers, hasBody: hasBody)
+        let stream = session.submitRequest(outgoingHead, hasBody: hasBody)
         guard stream > 0 else {
             call.upstream = nil
             call.client?.upstreamFailed(call, failure: .upstreamUnavailable("cannot open a stream to \(origin)"), errorCode: 0)
@@ -184,36 +189,22 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
     }
 
     private func flushSoon() {
-        guard !flushScheduled else { return }
-        flushScheduled = true
-        loop.schedule(after: 0) { [weak self] in
-            guard let self else { return }
-            flushScheduled = false
-            flush()
-        }
+        guard state != .closed else { return }
+        flushWakeup.soon()
     }
 
     // MARK: H2SessionDelegate — Fleet Engine's side
 
-    func h2BeginHeaders(stream: Int32) {
-        guard let call = streams[stream] else { return }
-        if call.state.phase == .relaying { call.responseTrailers = [] } // a second block: trailers
-    }
+    func h2BeginHeaders(stream: Int32) {}
 
-    func h2Header(stream: Int32, name: String, value: String) {
+    func h2HeadersEnded(stream: Int32, fields: H2HeaderList, endStream: Bool) {
         guard let call = streams[stream] else { return }
-        if call.responseTrailers != nil {
-            call.responseTrailers!.append((name, value))
-        } else {
-            call.responseHeaders.append((name, value))
-        }
-    }
-
-    func h2HeadersEnded(stream: Int32, endStream: Bool) {
-        guard let call = streams[stream], let client = call.client else { return }
+        // A second block while relaying: trailers.
+        if call.state.phase == .relaying { call.responseTrailers = fields } else { call.responseHeaders = fields }
+        guard let client = call.client else { return }
         if call.state.phase == .forwarding {
             // An interim 1xx head is not the answer.
-            if let status = call.responseHeaders.first(where: { $0.0 == ":status" })?.1, status.hasPrefix("1") {
+            if let status = call.responseHeaders.first(":status"), status.hasPrefix("1") {
                 call.responseHeaders.removeAll()
                 return
             }
@@ -263,8 +254,11 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
     }
 
     /// A trailers-only gRPC UNAUTHENTICATED, or HTTP 401.
-    private static func isUnauthenticated(_ headers: [(String, String)]) -> Bool {
-        headers.contains { ($0.0 == "grpc-status" && $0.1 == "16") || ($0.0 == ":status" && $0.1 == "401") }
+    private static func isUnauthenticated(_ headers: H2HeaderList) -> Bool {
+        (0..<headers.count).contains {
+            (headers.name(at: $0, is: "grpc-status") && headers.value(at: $0, is: "16"))
+                || (headers.name(at: $0, is: ":status") && headers.value(at: $0, is: "401"))
+        }
     }
 
     func h2ReadBody(stream: Int32, into buffer: UnsafeMutableRawBufferPointer) -> H2BodyRead {
@@ -305,6 +299,7 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
         let open = Array(streams.values) + pending
         streams.removeAll()
         pending.removeAll()
+        flushWakeup.cancel()
         session?.close()
         session = nil
         transport.close()
