@@ -64,16 +64,14 @@ public struct TokenCacheStatistics: Sendable, Equatable {
 public final class TokenCache {
     public typealias Completion = (Result<String, ProxyFailure>) -> Void
 
-    /// An entity's state machine, its queued calls, its timer and its place in the recency list.
+    /// An entity's state machine, its queued calls and its place in the recency list (its
+    /// timer deadline is in `deadlines`).
     private struct Slot {
         var key: EntityKey
         var entry: TokenEntry
         var waiters: [Completion] = []
         /// The fetch `entry` is waiting on. A completion carrying another id is stale.
         var fetchID: UInt64?
-        /// The armed timer, if any, and its id (a firing carrying another id is stale).
-        var timer: ScheduledWork?
-        var timerID: UInt64 = 0
         /// Neighbours in the recency list, as indices into `slots`; `noSlot` at the ends.
         var newer = TokenCache.noSlot
         var older = TokenCache.noSlot
@@ -114,7 +112,13 @@ public final class TokenCache {
     private var oldest = TokenCache.noSlot
     private var orphans: [UInt64: Orphan] = [:]
     private var nextFetchID: UInt64 = 0
-    private var nextTimerID: UInt64 = 1
+    /// Every entity's next timer deadline, run by the one scheduler timer `wakeUp`, armed for
+    /// the earliest: an event and a closure per entity would cost more than the entity.
+    private var deadlines = RefreshDeadlines()
+    private var wakeUp: ScheduledWork?
+    private var wakeUpAt = Double.infinity
+    /// True while due deadlines are being run: `wakeUp` is armed once, after them.
+    private var runningDueTimers = false
 
     public private(set) var statistics = TokenCacheStatistics()
 
@@ -273,36 +277,56 @@ public final class TokenCache {
 
     // MARK: Timers
 
-    /// Carries out what the entry's timer says now, and arms the next one. Does nothing when
-    /// refresh is lazy.
+    /// Carries out what the entry's timer says now, and sets its next deadline. Does nothing
+    /// when refresh is lazy.
     private func runTimer(slot index: Int, now: Double) {
-        guard let scheduler else { return }
-        slots[index].timer?.cancel()
-        slots[index].timer = nil
+        guard scheduler != nil else { return }
+        deadlines.remove(index)
         switch slots[index].entry.timerDue(now: now) {
         case .none:
             break
         case .sleep(let until):
-            let id = nextTimerID
-            nextTimerID &+= 1
-            let key = slots[index].key
-            slots[index].timerID = id
-            // Weak: a cache that is gone has nothing to refresh.
-            slots[index].timer = scheduler.schedule(after: max(0, until - now)) { [weak self] in
-                self?.timerFired(key: key, id: id)
-            }
+            deadlines.set(index, due: until)
         case .startFetch:
             statistics.timerFetches += 1
             startFetch(slot: index)
         case .drop:
             remove(index, .idle)
         }
+        armWakeUp(now: now)
     }
 
-    private func timerFired(key: EntityKey, id: UInt64) {
-        guard let index = slotByKey[key], slots[index].timerID == id else { return }
-        slots[index].timer = nil
-        runTimer(slot: index, now: clock.monotonicNow)
+    /// Arms the one scheduler timer for the earliest deadline, or cancels it when there is none.
+    private func armWakeUp(now: Double) {
+        guard let scheduler, !runningDueTimers else { return }
+        guard let earliest = deadlines.earliest else {
+            wakeUp?.cancel()
+            wakeUp = nil
+            wakeUpAt = .infinity
+            return
+        }
+        if wakeUp != nil, wakeUpAt == earliest { return }
+        wakeUp?.cancel()
+        wakeUpAt = earliest
+        // Weak: a cache that is gone has nothing to refresh.
+        wakeUp = scheduler.schedule(after: max(0, earliest - now)) { [weak self] in
+            self?.wakeUpFired()
+        }
+    }
+
+    /// Runs every entity whose deadline has come, earliest first. Each one's next deadline is
+    /// later than now (`TokenEntry.timerDue` sleeps only until a time still to come), so the
+    /// loop ends.
+    private func wakeUpFired() {
+        wakeUp = nil
+        wakeUpAt = .infinity
+        let now = clock.monotonicNow
+        runningDueTimers = true
+        while let index = deadlines.popDue(at: now) {
+            runTimer(slot: index, now: now)
+        }
+        runningDueTimers = false
+        armWakeUp(now: now)
     }
 
     /// Without timers nothing else would ever drop an idle entity: look at the least recently
@@ -348,9 +372,11 @@ public final class TokenCache {
         if let id = slots[index].fetchID, !slots[index].waiters.isEmpty {
             orphans[id] = Orphan(entry: slots[index].entry, waiters: slots[index].waiters)
         }
-        // Drop the token, the closures and the timer now rather than when the slot is reused.
-        slots[index].timer?.cancel()
-        slots[index].timer = nil
+        // Drop the token, the closures and the deadline now rather than when the slot is reused.
+        if deadlines.deadline(of: index) != nil {
+            deadlines.remove(index)
+            armWakeUp(now: clock.monotonicNow)
+        }
         slots[index].entry = makeEntry()
         slots[index].waiters = []
         slots[index].fetchID = nil
