@@ -65,16 +65,27 @@ public final class TokenCache {
     public typealias Completion = (Result<String, ProxyFailure>) -> Void
 
     /// An entity's state machine, its queued calls and its place in the recency list (its
-    /// timer deadline is in `deadlines`).
+    /// timer deadline is in `deadlines`). One per cached entity, so kept small: 32-bit links,
+    /// and no optional for the fetch id.
     private struct Slot {
         var key: EntityKey
         var entry: TokenEntry
         var waiters: [Completion] = []
-        /// The fetch `entry` is waiting on. A completion carrying another id is stale.
-        var fetchID: UInt64?
-        /// Neighbours in the recency list, as indices into `slots`; `noSlot` at the ends.
-        var newer = TokenCache.noSlot
-        var older = TokenCache.noSlot
+        /// The fetch `entry` is waiting on, or `noFetch`. A completion carrying another id is
+        /// stale.
+        var fetchID = TokenCache.noFetch
+        /// Neighbours in the recency list, as indices into `slots`; `noLink` at the ends.
+        var newerLink = TokenCache.noLink
+        var olderLink = TokenCache.noLink
+
+        var newer: Int {
+            get { Int(newerLink) }
+            set { newerLink = Int32(truncatingIfNeeded: newValue) }
+        }
+        var older: Int {
+            get { Int(olderLink) }
+            set { olderLink = Int32(truncatingIfNeeded: newValue) }
+        }
     }
 
     /// An evicted entry whose fetch was still in flight: its waiters get that fetch's result,
@@ -90,11 +101,15 @@ public final class TokenCache {
     }
 
     private static let noSlot = -1
+    private static let noLink: Int32 = -1
+    private static let noFetch: UInt64 = 0
     /// Least recently used entries looked at per call for being idle: enough to keep up with
     /// entities going idle one call at a time, without a scan.
     private static let idleChecksPerCall = 2
 
     private let fetcher: TokenFetcher
+    /// Shared by every entry.
+    private let policy: TokenEntry.Policy
     private let clock: TokenClock
     private let timing: TokenTiming
     private let maxEntities: Int
@@ -111,7 +126,8 @@ public final class TokenCache {
     private var newest = TokenCache.noSlot
     private var oldest = TokenCache.noSlot
     private var orphans: [UInt64: Orphan] = [:]
-    private var nextFetchID: UInt64 = 0
+    /// Starts at 1: 0 is `noFetch`.
+    private var nextFetchID: UInt64 = 1
     /// Every entity's next timer deadline, run by the one scheduler timer `wakeUp`, armed for
     /// the earliest: an event and a closure per entity would cost more than the entity.
     private var deadlines = RefreshDeadlines()
@@ -146,6 +162,9 @@ public final class TokenCache {
         precondition(maxWaiters >= 1, "an entity needs room for at least one waiting call")
         // A zero step would probe (and, with timers, re-arm) without ever waiting.
         precondition(backoff.initial > 0 && backoff.maximum > 0, "backoff steps must be longer than zero")
+        // Slot links are 32-bit.
+        precondition(maxEntities <= Int(Int32.max), "at most \(Int32.max) entities")
+        self.policy = TokenEntry.Policy(timing: timing, backoff: backoff, maxWaiters: maxWaiters)
         self.fetcher = fetcher
         self.clock = clock
         self.timing = timing
@@ -215,11 +234,12 @@ public final class TokenCache {
     }
 
     private func makeEntry() -> TokenEntry {
-        TokenEntry(timing: timing, backoff: backoff, maxWaiters: maxWaiters)
+        TokenEntry(policy: policy)
     }
 
     private func startFetch(slot index: Int) {
         let id = nextFetchID
+        // Wraps past 0 (`noFetch`) only after 2^64 fetches.
         nextFetchID &+= 1
         slots[index].fetchID = id
         statistics.providerFetches += 1
@@ -257,7 +277,7 @@ public final class TokenCache {
         let answer: Result<String, ProxyFailure>
         let waiters: [Completion]
         if let index = slotIndex {
-            slots[index].fetchID = nil
+            slots[index].fetchID = Self.noFetch
             guard case .answerWaiters(let result) = feed(&slots[index].entry) else { return }
             answer = result
             waiters = slots[index].waiters
@@ -369,7 +389,8 @@ public final class TokenCache {
     private func remove(_ index: Int, _ why: Removal) {
         unlink(index)
         slotByKey[slots[index].key] = nil
-        if let id = slots[index].fetchID, !slots[index].waiters.isEmpty {
+        let id = slots[index].fetchID
+        if id != Self.noFetch, !slots[index].waiters.isEmpty {
             orphans[id] = Orphan(entry: slots[index].entry, waiters: slots[index].waiters)
         }
         // Drop the token, the closures and the deadline now rather than when the slot is reused.
@@ -379,7 +400,7 @@ public final class TokenCache {
         }
         slots[index].entry = makeEntry()
         slots[index].waiters = []
-        slots[index].fetchID = nil
+        slots[index].fetchID = Self.noFetch
         freeSlots.append(index)
         switch why {
         case .leastRecentlyUsed: statistics.evictions += 1
