@@ -147,7 +147,7 @@ public struct JWTMinter: Sendable {
             "authorization": .object(claims.authorization.jsonObject),
         ]
         payload["exp"] = claims.expiresAt.map { .number(Double($0)) }
-        let signingInput = try Base64URL.encode(Self.json(header)) + "." + Base64URL.encode(Self.json(payload))
+        let signingInput = Base64URL.encode(Self.json(header)) + "." + Base64URL.encode(Self.json(payload))
         let signature = try keyPair.sign(Array(signingInput.utf8))
         return signingInput + "." + Base64URL.encode(signature)
     }

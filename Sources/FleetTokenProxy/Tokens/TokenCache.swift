@@ -122,7 +122,7 @@ public final class TokenCache {
     /// never grows beyond `maxEntities`.
     private var slots: [Slot] = []
     private var freeSlots: [Int] = []
-    private var slotByKey: [EntityKey: Int] = [:]
+    private var slotByKey = SlotIndex()
     private var newest = TokenCache.noSlot
     private var oldest = TokenCache.noSlot
     private var orphans: [UInt64: Orphan] = [:]
@@ -220,7 +220,7 @@ public final class TokenCache {
     /// per `TokenEntry.invalidationHoldOff`, so 401s provoked on purpose cannot make every
     /// call a provider fetch.
     public func invalidate(_ key: EntityKey, token: String) {
-        guard let index = slotByKey[key] else { return }
+        guard let index = slot(of: key) else { return }
         let now = clock.monotonicNow
         switch slots[index].entry.invalidate(token: token, now: now) {
         case .dropped:
@@ -255,7 +255,7 @@ public final class TokenCache {
         let now = clock.monotonicNow
         let wallNow = clock.wallNow
         let jitter = random()
-        let slotIndex = slotByKey[key].flatMap { slots[$0].fetchID == id ? $0 : nil }
+        let slotIndex = slot(of: key).flatMap { slots[$0].fetchID == id ? $0 : nil }
         guard slotIndex != nil || orphans[id] != nil else {
             // A second completion for one fetch, or the fetch of an entry evicted with no
             // one waiting: nothing to store, no one to answer.
@@ -363,7 +363,8 @@ public final class TokenCache {
     /// The slot of `key`, made the most recently used; created, after evicting the least
     /// recently used entry if the cache is full, when `key` has none.
     private func touch(_ key: EntityKey) -> Int {
-        if let index = slotByKey[key] {
+        let hash = SlotIndex.hash(key)
+        if let index = slotByKey.find(hash: hash, isKey: { slots[$0].key == key }) {
             if index != newest {
                 unlink(index)
                 linkAsNewest(index)
@@ -381,14 +382,19 @@ public final class TokenCache {
             slots.append(slot)
             index = slots.count - 1
         }
-        slotByKey[key] = index
+        slotByKey.insert(index, hash: hash)
         linkAsNewest(index)
         return index
     }
 
+    /// The slot holding `key`, if it is cached.
+    private func slot(of key: EntityKey) -> Int? {
+        slotByKey.find(hash: SlotIndex.hash(key), isKey: { slots[$0].key == key })
+    }
+
     private func remove(_ index: Int, _ why: Removal) {
         unlink(index)
-        slotByKey[slots[index].key] = nil
+        slotByKey.remove(index, hash: SlotIndex.hash(slots[index].key))
         let id = slots[index].fetchID
         if id != Self.noFetch, !slots[index].waiters.isEmpty {
             orphans[id] = Orphan(entry: slots[index].entry, waiters: slots[index].waiters)
