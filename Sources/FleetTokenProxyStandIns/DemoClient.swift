@@ -1,5 +1,4 @@
 import FleetTokenProxy
-import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -22,14 +21,13 @@ final class DemoClient {
         let answered = LoopBound(self)
         for _ in 0..<max(1, connections) {
             let worker = DemoConnection(host: host, port: port)
-            let thread = Thread { [queue] in
+            DemoThread.start { [queue] in
                 while let request = queue.next() {
                     let status = worker.exchange(request)
                     loop.execute { answered.value?.answered(status) }
                 }
                 worker.disconnect()
             }
-            thread.start()
         }
     }
 
@@ -62,7 +60,7 @@ struct DemoRequest: Sendable {
 ///
 /// `@unchecked Sendable`: every stored property is read and written under `condition`.
 private final class DemoCallQueue: @unchecked Sendable {
-    private let condition = NSCondition()
+    private let condition = DemoCondition()
     private var requests: [DemoRequest] = []
     private var head = 0
     private var closed = false

@@ -1,5 +1,4 @@
 import FleetTokenProxy
-import Foundation
 import Logging
 
 /// `fleet-token-proxy demo`: the whole path on loopback. A stand-in token provider mints
@@ -118,7 +117,7 @@ public final class DemoRun {
         let p = "demo-project"
         var calls: [DemoCall] = []
         for i in 0..<options.vehicles {
-            let id = String(format: "vehicle-%04d", i)
+            let id = cFormat("vehicle-%04d", i)
             calls.append(DemoCall(method: "POST", target: "/v1/providers/\(p)/vehicles/\(id):updateLocation",
                                   body: #"{"location":{"latitude":-33.86,"longitude":151.2}}"#))
         }
@@ -170,7 +169,7 @@ public final class DemoRun {
             let cache = sidecar.cacheStatistics
             let lookups = cache.hits + cache.misses
             let hitRate = lookups == 0 ? 0 : 100 * Double(cache.hits) / Double(lookups)
-            output(String(format: "  t=%2ds  calls %6d  ok %6d  rejected by Fleet Engine %d  provider calls %4d  cache hit rate %5.1f%%",
+            output(cFormat("  t=%2ds  calls %6d  ok %6d  rejected by Fleet Engine %d  provider calls %4d  cache hit rate %5.1f%%",
                           second, summary.calls, summary.answeredOK, fleetEngine.statistics.rejected,
                           provider.totalFetches, hitRate))
             scheduleProgress(second: second + 1)
@@ -212,15 +211,15 @@ public final class DemoRun {
         var lines = [
             "",
             "Summary",
-            String(format: "  calls through the sidecar            %8d", s.calls),
-            String(format: "  answered 2xx                         %8d", s.answeredOK),
-            String(format: "  failed                               %8d", s.failedCalls),
-            String(format: "  accepted by stand-in Fleet Engine    %8d", s.acceptedByFleetEngine),
-            String(format: "  rejected by stand-in Fleet Engine    %8d   (must be 0)", s.rejectedByFleetEngine),
-            String(format: "  token cache hit rate                 %8.1f%%", 100 * s.cacheHitRate),
-            String(format: "  token provider calls                 %8d   for %d entities: %.1f per entity, at most %d (tokens live %d s)",
+            cFormat("  calls through the sidecar            %8d", s.calls),
+            cFormat("  answered 2xx                         %8d", s.answeredOK),
+            cFormat("  failed                               %8d", s.failedCalls),
+            cFormat("  accepted by stand-in Fleet Engine    %8d", s.acceptedByFleetEngine),
+            cFormat("  rejected by stand-in Fleet Engine    %8d   (must be 0)", s.rejectedByFleetEngine),
+            cFormat("  token cache hit rate                 %8.1f%%", 100 * s.cacheHitRate),
+            cFormat("  token provider calls                 %8d   for %d entities: %.1f per entity, at most %d (tokens live %d s)",
                    s.providerCalls, s.entities, perEntity, s.maxProviderCallsForOneEntity, Int(options.tokenLifetime)),
-            String(format: "  calls coalesced onto a fetch         %8d", s.coalesced),
+            cFormat("  calls coalesced onto a fetch         %8d", s.coalesced),
         ]
         let others = s.statusCounts.filter { !(200..<300).contains($0.key) }.sorted { $0.key < $1.key }
         if !others.isEmpty {

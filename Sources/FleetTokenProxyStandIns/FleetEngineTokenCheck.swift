@@ -1,5 +1,4 @@
 import FleetTokenProxy
-import Foundation
 
 /// How the stand-in Fleet Engine judges a call's token: the checks Fleet Engine makes (SPEC §2),
 /// in the order it makes them, so a sidecar that attaches a wrong, stale or foreign token is
@@ -70,7 +69,7 @@ public struct FleetEngineTokenCheck: Sendable {
         guard scheme.count == 7, scheme.asciiCaseInsensitiveEquals("Bearer ") else {
             return .rejected(.missingToken, detail: "the Authorization header is not a Bearer token")
         }
-        let token = header.dropFirst(7).trimmingCharacters(in: .whitespaces)
+        let token = String(header.dropFirst(7).trimmingSpacesAndTabs())
         return check(token: token, entity: entity, now: now)
     }
 
@@ -85,22 +84,22 @@ public struct FleetEngineTokenCheck: Sendable {
               let signature = JWTMinter.Base64URL.decode(parts[2])
         else { return .rejected(.malformedToken, detail: "a part is not base64url JSON") }
 
-        guard header["alg"] as? String == "RS256" else {
+        guard header["alg"]?.stringValue == "RS256" else {
             return .rejected(.unsupportedAlgorithm, detail: "alg must be RS256")
         }
-        if let type = header["typ"], type as? String != "JWT" {
+        if let type = header["typ"], type.stringValue != "JWT" {
             return .rejected(.malformedToken, detail: "typ must be JWT")
         }
-        guard header["kid"] as? String == keyID else { return .rejected(.unknownKeyID, detail: "kid is not a known key") }
+        guard header["kid"]?.stringValue == keyID else { return .rejected(.unknownKeyID, detail: "kid is not a known key") }
         let signingInput = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
         guard publicKey.verify(signingInput, signature: signature) else {
             return .rejected(.badSignature, detail: "signature does not verify")
         }
 
-        guard claims["aud"] as? String == JWTMinter.fleetEngineAudience else {
+        guard claims["aud"]?.stringValue == JWTMinter.fleetEngineAudience else {
             return .rejected(.wrongAudience, detail: "aud must be \(JWTMinter.fleetEngineAudience)")
         }
-        guard let issuer = claims["iss"] as? String, claims["sub"] as? String == issuer else {
+        guard let issuer = claims["iss"]?.stringValue, claims["sub"]?.stringValue == issuer else {
             return .rejected(.wrongIssuer, detail: "iss and sub must be the same service account")
         }
         guard let expiresAt = number(claims["exp"]), let issuedAt = number(claims["iat"]) else {
@@ -127,13 +126,13 @@ public struct FleetEngineTokenCheck: Sendable {
         return .ok
     }
 
-    private func jsonObject(_ bytes: [UInt8]) -> [String: Any]? {
-        (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
+    private func jsonObject(_ bytes: [UInt8]) -> [String: JSONish]? {
+        guard case .object(let members)? = JSONish.parse(bytes) else { return nil }
+        return members
     }
 
-    private func number(_ value: Any?) -> Double? {
-        guard let value, !(value is Bool) else { return nil }
-        return (value as? NSNumber)?.doubleValue
+    private func number(_ value: JSONish?) -> Double? {
+        value?.numberValue
     }
 }
 
@@ -152,5 +151,15 @@ extension JWTMinter.AuthorizationClaim {
             let named = [vehicleID, tripID, deliveryVehicleID, taskID, trackingID].compactMap { $0 } + (taskIDs ?? [])
             return !named.isEmpty && named.allSatisfy { $0 == "*" }
         }
+    }
+}
+
+extension Substring {
+    /// Without the spaces and tabs at either end (what `trimmingCharacters(in: .whitespaces)`
+    /// took off, for the ASCII a header value holds).
+    func trimmingSpacesAndTabs() -> Substring {
+        let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = firstIndex(where: { !isBlank($0) }), let last = lastIndex(where: { !isBlank($0) }) else { return "" }
+        return self[first...last]
     }
 }

@@ -1,5 +1,4 @@
 import FleetTokenProxy
-import Foundation
 
 /// Mints compact RS256 JWTs shaped the way Fleet Engine expects them (SPEC §2), as an operator's
 /// token provider would. The stand-in provider hands them out; tests mint them directly, and
@@ -75,24 +74,24 @@ public struct JWTMinter: Sendable {
         }
 
         /// The claim as Fleet Engine spells it (SPEC §2).
-        var jsonObject: [String: Any] {
-            var object: [String: Any] = [:]
-            object["vehicleid"] = vehicleID
-            object["tripid"] = tripID
-            object["deliveryvehicleid"] = deliveryVehicleID
-            object["taskid"] = taskID
-            object["taskids"] = taskIDs
-            object["trackingid"] = trackingID
+        var jsonObject: [String: JSONish] {
+            var object: [String: JSONish] = [:]
+            object["vehicleid"] = vehicleID.map(JSONish.string)
+            object["tripid"] = tripID.map(JSONish.string)
+            object["deliveryvehicleid"] = deliveryVehicleID.map(JSONish.string)
+            object["taskid"] = taskID.map(JSONish.string)
+            object["taskids"] = taskIDs.map { .array($0.map(JSONish.string)) }
+            object["trackingid"] = trackingID.map(JSONish.string)
             return object
         }
 
         /// Reads the claim from decoded JSON; nil when it is not an object of strings (and one
         /// array of strings for `taskids`). Unknown fields are ignored.
-        init?(jsonObject: Any) {
-            guard let object = jsonObject as? [String: Any] else { return nil }
+        init?(jsonObject: JSONish) {
+            guard case .object(let object) = jsonObject else { return nil }
             func string(_ name: String) -> String?? {
                 guard let value = object[name] else { return .some(nil) }
-                return (value as? String).map { .some($0) }
+                return value.stringValue.map { .some($0) }
             }
             guard let vehicleID = string("vehicleid"), let tripID = string("tripid"),
                   let deliveryVehicleID = string("deliveryvehicleid"), let taskID = string("taskid"),
@@ -100,8 +99,8 @@ public struct JWTMinter: Sendable {
             else { return nil }
             var taskIDs: [String]?
             if let value = object["taskids"] {
-                guard let list = value as? [Any] else { return nil }
-                let strings = list.compactMap { $0 as? String }
+                guard case .array(let list) = value else { return nil }
+                let strings = list.compactMap(\.stringValue)
                 guard strings.count == list.count else { return nil }
                 taskIDs = strings
             }
@@ -144,18 +143,22 @@ public struct JWTMinter: Sendable {
 
     /// A compact JWS: base64url(header) . base64url(claims) . base64url(RS256 signature).
     public func mint(_ claims: Claims) throws -> String {
-        let header: [String: Any] = ["alg": "RS256", "typ": "JWT", "kid": keyPair.keyID]
-        var payload: [String: Any] = [
-            "iss": claims.serviceAccount,
-            "sub": claims.subject ?? claims.serviceAccount,
-            "aud": claims.audience,
-            "iat": claims.issuedAt,
-            "authorization": claims.authorization.jsonObject,
+        let header: [String: JSONish] = ["alg": .string("RS256"), "typ": .string("JWT"), "kid": .string(keyPair.keyID)]
+        var payload: [String: JSONish] = [
+            "iss": .string(claims.serviceAccount),
+            "sub": .string(claims.subject ?? claims.serviceAccount),
+            "aud": .string(claims.audience),
+            "iat": .number(Double(claims.issuedAt)),
+            "authorization": .object(claims.authorization.jsonObject),
         ]
-        payload["exp"] = claims.expiresAt
-        let signingInput = Base64URL.encode(StandInJSON.bytes(header)) + "." + Base64URL.encode(StandInJSON.bytes(payload))
+        payload["exp"] = claims.expiresAt.map { .number(Double($0)) }
+        let signingInput = Base64URL.encode(Self.json(header)) + "." + Base64URL.encode(Self.json(payload))
         let signature = try reusedSignature ?? keyPair.sign(Array(signingInput.utf8))
         return signingInput + "." + Base64URL.encode(signature)
+    }
+
+    private static func json(_ object: [String: JSONish]) -> [UInt8] {
+        Array(JSONish.object(object).jsonText.utf8)
     }
 
     /// Unpadded base64url (RFC 4648 §5), as JWS uses it (RFC 7515 §2).

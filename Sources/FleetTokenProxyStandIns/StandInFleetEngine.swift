@@ -1,5 +1,4 @@
 import FleetTokenProxy
-import Foundation
 
 /// What the stand-in Fleet Engine has seen since it was created.
 public struct StandInFleetEngineStatistics: Sendable, Equatable {
@@ -118,10 +117,10 @@ public final class StandInFleetEngine {
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
         let big = segments.count >= 6 && segments[1] == "v1" && segments[2] == "providers"
             && segments[4] == "vehicles" && segments[5].hasPrefix("big-")
-        guard big else { return jsonText(["name": name]) }
-        let empty = jsonText(["name": name, "padding": ""])
+        guard big else { return JSONish.object(["name": .string(name)]).jsonText }
+        let empty = JSONish.object(["name": .string(name), "padding": .string("")]).jsonText
         let padding = String(repeating: "x", count: max(0, bigResponseSize - empty.utf8.count))
-        return jsonText(["name": name, "padding": padding])
+        return JSONish.object(["name": .string(name), "padding": .string(padding)]).jsonText
     }
 
     /// The resource a real Fleet Engine would name in its answer; the provider alone for the fleet.
@@ -140,11 +139,7 @@ public final class StandInFleetEngine {
 
     /// Google's REST error shape.
     static func errorResponse(status: Int, statusName: String, message: String) -> HTTPResponse {
-        .json(status, jsonText(["error": ["code": status, "message": message, "status": statusName] as [String: Any]]))
-    }
-
-    private static func jsonText(_ object: [String: Any]) -> String {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
+        let error: [String: JSONish] = ["code": .number(Double(status)), "message": .string(message), "status": .string(statusName)]
+        return .json(status, JSONish.object(["error": .object(error)]).jsonText)
     }
 }

@@ -1,5 +1,4 @@
 import FleetTokenProxy
-import Foundation
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -160,23 +159,23 @@ public final class StandInProvider {
             return Self.error(500, "could not sign: \(error)")
         }
 
-        var object: [String: Any] = [:]
-        if behaviour != .noToken { object[tokenField] = token }
+        var object: [String: JSONish] = [:]
+        if behaviour != .noToken { object[tokenField] = .string(token) }
         if let expiresAt = claims.expiresAt {
             object[expiryFieldOverride ?? expiryStyle.fieldName] = expiryValue(expiresAt, now: now)
         }
-        var response = HTTPResponse.json(200, Self.jsonText(object))
+        var response = HTTPResponse.json(200, JSONish.object(object).jsonText)
         response.headers.add("Cache-Control", "no-store")
         return response
     }
 
-    private func expiryValue(_ expiresAt: Int, now: Double) -> Any {
+    private func expiryValue(_ expiresAt: Int, now: Double) -> JSONish {
         switch expiryStyle {
-        case .epochSeconds: return expiresAt
-        case .epochMilliseconds: return expiresAt * 1000
+        case .epochSeconds: return .number(Double(expiresAt))
+        case .epochMilliseconds: return .number(Double(expiresAt * 1000))
         // Rounded down so the answer never promises more than the JWT's `exp`.
-        case .relativeSeconds: return Int((Double(expiresAt) - now).rounded(.down))
-        case .rfc3339: return Self.rfc3339(expiresAt)
+        case .relativeSeconds: return .number((Double(expiresAt) - now).rounded(.down))
+        case .rfc3339: return .string(Self.rfc3339(expiresAt))
         }
     }
 
@@ -228,10 +227,6 @@ public final class StandInProvider {
     }
 
     private static func error(_ status: Int, _ message: String) -> HTTPResponse {
-        .json(status, jsonText(["error": message]))
-    }
-
-    private static func jsonText(_ object: [String: Any]) -> String {
-        StandInJSON.text(object)
+        .json(status, JSONish.object(["error": .string(message)]).jsonText)
     }
 }

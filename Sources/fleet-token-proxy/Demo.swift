@@ -1,7 +1,16 @@
 import ArgumentParser
 import FleetTokenProxy
 import FleetTokenProxyStandIns
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `fleet-token-proxy demo`: the whole path on loopback with local stand-ins, then a summary.
 struct Demo: ParsableCommand {
@@ -21,13 +30,13 @@ struct Demo: ParsableCommand {
         options.tokenLifetime = max(4, tokenLifetime)
         do {
             let run = try DemoRun(options: options) { line in
-                FileHandle.standardOutput.write(Data((line + "\n").utf8))
+                StandardStreams.output(line + "\n")
             }
             let summary = try run.run()
             DemoRun.describe(summary, options: options).forEach { print($0) }
             return summary.rejectedByFleetEngine == 0 && summary.failedCalls == 0 && summary.calls > 0 ? 0 : 1
         } catch {
-            FileHandle.standardError.write(Data("fleet-token-proxy demo: \(error)\n".utf8))
+            StandardStreams.error("fleet-token-proxy demo: \(error)\n")
             return 1
         }
     }
@@ -44,7 +53,7 @@ struct StandIn: ParsableCommand {
     static func serve(_ handler: @escaping HTTPHandler, named name: String, on address: ListenAddress, loop: EventLoop) throws -> Int32 {
         let server = BufferedHTTPServer(loop: loop, handler: handler)
         let bound = try server.listen(on: address)
-        FileHandle.standardError.write(Data("stand-in \(name) listening on \(bound)\n".utf8))
+        StandardStreams.error("stand-in \(name) listening on \(bound)\n")
         loop.onSignal(SIGTERM) { loop.stop() }
         loop.onSignal(SIGINT) { loop.stop() }
         loop.run()

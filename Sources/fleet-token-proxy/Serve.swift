@@ -1,6 +1,10 @@
 import ArgumentParser
 import FleetTokenProxy
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
 
 /// `fleet-token-proxy serve`: the sidecar itself (SPEC §6).
@@ -102,7 +106,7 @@ struct Serve: ParsableCommand {
 
     func execute() throws -> Int32 {
         let config = try makeConfiguration()
-        let environment = ProcessInfo.processInfo.environment
+        let environment = ProcessEnvironment.current()
         let logger = LogSetup.makeLogger(level: config.logLevel)
         // Read (and unset) before anything else can start a child that would inherit them.
         let activated = try SocketActivation.takeFromEnvironment(environment)
@@ -153,7 +157,7 @@ struct Serve: ParsableCommand {
 /// A path that must be readable at start-up (SPEC §6: an unreadable file stops start-up).
 func readableFile(_ path: String?, flag: String) throws -> String? {
     guard let path else { return nil }
-    guard FileManager.default.isReadableFile(atPath: path) else {
+    guard access(path, R_OK) == 0 else {
         throw ConfigError("\(flag) \(path) cannot be read")
     }
     return path

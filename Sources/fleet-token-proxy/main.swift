@@ -1,6 +1,10 @@
 import ArgumentParser
 import FleetTokenProxy
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
 
 /// `serve`'s flags, for the environment-variable mapping (SPEC §6).
@@ -30,7 +34,7 @@ func main() -> Int32 {
     var arguments = Array(CommandLine.arguments.dropFirst())
     do {
         if arguments.first == "serve" {
-            arguments = try EnvironmentArguments.merge(arguments: arguments, environment: ProcessInfo.processInfo.environment, flags: serveFlags)
+            arguments = try EnvironmentArguments.merge(arguments: arguments, environment: ProcessEnvironment.current(), flags: serveFlags)
         }
         var command = try FleetTokenProxyCommand.parseAsRoot(arguments)
         if let serve = command as? Serve { return try serve.execute() }
@@ -56,9 +60,9 @@ func main() -> Int32 {
 /// The line goes out at priority 3 (error) when stderr is the journal, so that
 /// `journalctl -p warning` shows why a start failed; journald would file it at 6 otherwise.
 func fail(_ message: String) -> Int32 {
-    let journal = LineLogHandler.stderrIsJournal(ProcessInfo.processInfo.environment["JOURNAL_STREAM"])
+    let journal = LineLogHandler.stderrIsJournal(ProcessEnvironment.current()["JOURNAL_STREAM"])
     let priority = journal ? "<\(LineLogHandler.syslogPriority(.error))>" : ""
-    FileHandle.standardError.write(Data("\(priority)fleet-token-proxy: \(message)\n".utf8))
+    StandardStreams.error("\(priority)fleet-token-proxy: \(message)\n")
     return 2
 }
 

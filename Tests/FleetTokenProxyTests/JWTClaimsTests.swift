@@ -100,7 +100,23 @@ final class JWTClaimsTests: XCTestCase {
     }
 
     func testJSONBooleansAreNotNumbers() throws {
-        let parsed = try JSONSerialization.jsonObject(with: Data(#"[true,1,0,false,null,"s"]"#.utf8))
-        XCTAssertEqual(JSONish(parsed), .array([.bool(true), .number(1), .number(0), .bool(false), .null, .string("s")]))
+        let parsed = JSONish.parse(Array(#"[true,1,0,false,null,"s"]"#.utf8))
+        XCTAssertEqual(parsed, .array([.bool(true), .number(1), .number(0), .bool(false), .null, .string("s")]))
+    }
+
+    func testJSONTextRoundTripsWithSortedKeysAndWholeNumbersAsIntegers() throws {
+        let text = #"{"b":[1,2.5,"x/y"],"a":{"t":true,"n":null},"e":1795453745}"#
+        let parsed = try XCTUnwrap(JSONish.parse(Array(text.utf8)))
+        XCTAssertEqual(parsed.jsonText, #"{"a":{"n":null,"t":true},"b":[1,2.5,"x/y"],"e":1795453745}"#)
+        XCTAssertEqual(JSONish.parse(Array(parsed.jsonText.utf8)), parsed)
+    }
+
+    func testNotJSONIsNil() {
+        // (A trailing comma, `[1,]`, is let through by Foundation's JSONDecoder, which the
+        // sidecar uses since it stopped loading JSONSerialization: a lenience, not a risk, as
+        // the provider is the operator's.)
+        for text in ["", "{", "<html>", #"{"a":}"#, "[1 2]", "tru", #"{"a" 1}"#, #""\u12""#] {
+            XCTAssertNil(JSONish.parse(Array(text.utf8)), text)
+        }
     }
 }

@@ -212,4 +212,22 @@ final class TokenCacheTimerTests: XCTestCase {
         XCTAssertEqual(cache.count, 0)
         XCTAssertEqual(provider.fetchTimes.count, 1)
     }
+
+    /// One scheduler timer runs every entity's refresh: an event per entity would cost more
+    /// memory than the entity itself. Each entity is still refreshed at its own point.
+    func testManyEntitiesShareOneSchedulerTimer() {
+        let provider = SlowProvider(scheduler: scheduler, latency: 0)
+        let cache = makeCache(provider, random: FixedRandom([0.1, 0.9, 0.5]).source)
+        for id in 0..<100 {
+            callIsAnsweredAtOnce(cache, vehicle("v\(id)"))
+            scheduler.advance(by: 1)
+        }
+        XCTAssertEqual(cache.count, 100)
+        XCTAssertEqual(scheduler.pendingDeadlines.count, 1)
+        for id in 0..<100 { callIsAnsweredAtOnce(cache, vehicle("v\(id)")) }
+        scheduler.advance(by: 3600)
+        XCTAssertEqual(provider.fetchTimes.count, 200, "each entity refreshed once, ahead of its expiry")
+        XCTAssertEqual(cache.statistics.timerFetches, 100)
+        XCTAssertEqual(scheduler.pendingDeadlines.count, 1)
+    }
 }

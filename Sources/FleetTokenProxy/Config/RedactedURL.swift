@@ -40,8 +40,21 @@ enum RedactedURL {
     }
 
     /// `scheme://user:password@host/path` becomes `scheme://…@host/path` (with or without a scheme).
+    /// Just past the first `://` (without Foundation's `range(of:)`).
+    private static func endOfSchemeSeparator(in text: Substring) -> Substring.Index? {
+        let separator = "://".utf8
+        var index = text.utf8.startIndex
+        while index != text.utf8.endIndex {
+            if text.utf8[index...].starts(with: separator) {
+                return text.utf8.index(index, offsetBy: separator.count)
+            }
+            index = text.utf8.index(after: index)
+        }
+        return nil
+    }
+
     private static func withoutUserInformation(_ text: Substring) -> String {
-        let authorityStart = text.range(of: "://")?.upperBound ?? text.startIndex
+        let authorityStart = endOfSchemeSeparator(in: text) ?? text.startIndex
         let authorityEnd = text[authorityStart...].firstIndex(of: "/") ?? text.endIndex
         guard let at = text[authorityStart..<authorityEnd].lastIndex(of: "@") else { return String(text) }
         return text[..<authorityStart] + hidden + text[at...]

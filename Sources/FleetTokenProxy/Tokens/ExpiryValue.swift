@@ -1,5 +1,3 @@
-import Foundation
-
 /// Reads a provider's expiry field (SPEC §4). Google's samples disagree on what the number
 /// means, so it is read by size; a string may also be an RFC 3339 time.
 public enum ExpiryValue {
@@ -12,17 +10,32 @@ public enum ExpiryValue {
     /// The absolute expiry in epoch seconds, or nil if `value` is none of: a JSON number, a
     /// string of decimal digits (with an optional fraction), an RFC 3339 date-time.
     /// Booleans, negative or non-finite numbers, and times before 1970 are not expiries.
-    public static func absoluteExpiry(from value: Any, wallNow: Double) -> Double? {
-        if let text = value as? String {
-            if let number = decimalNumber(text) { return bySize(number, wallNow: wallNow) }
-            // Before the epoch, as a negative number would be: no provider means that.
-            return RFC3339.epochSeconds(text).flatMap { $0 >= 0 ? $0 : nil }
+    public static func absoluteExpiry(from value: JSONish, wallNow: Double) -> Double? {
+        switch value {
+        case .string(let text): return absoluteExpiry(fromText: text, wallNow: wallNow)
+        case .number(let number): return bySize(number, wallNow: wallNow)
+        // A JSON `true` would otherwise read as "one second from now".
+        case .bool, .null, .array, .object: return nil
         }
-        guard let number = value as? NSNumber,
-              // A JSON `true` would otherwise read as "one second from now".
-              type(of: number) != type(of: NSNumber(value: true))
-        else { return nil }
-        return bySize(number.doubleValue, wallNow: wallNow)
+    }
+
+    /// The same for a Swift value: a `JSONish`, a string, or a number (an integer or a binary
+    /// floating-point value, never a `Bool`); nil for anything else.
+    public static func absoluteExpiry(from value: Any, wallNow: Double) -> Double? {
+        switch value {
+        case let json as JSONish: return absoluteExpiry(from: json, wallNow: wallNow)
+        case let text as String: return absoluteExpiry(fromText: text, wallNow: wallNow)
+        case is Bool: return nil
+        case let number as any BinaryInteger: return bySize(Double(number), wallNow: wallNow)
+        case let number as any BinaryFloatingPoint: return bySize(Double(number), wallNow: wallNow)
+        default: return nil
+        }
+    }
+
+    private static func absoluteExpiry(fromText text: String, wallNow: Double) -> Double? {
+        if let number = decimalNumber(text) { return bySize(number, wallNow: wallNow) }
+        // Before the epoch, as a negative number would be: no provider means that.
+        return RFC3339.epochSeconds(text).flatMap { $0 >= 0 ? $0 : nil }
     }
 
     static func bySize(_ number: Double, wallNow: Double) -> Double? {

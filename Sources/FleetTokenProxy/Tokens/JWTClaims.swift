@@ -1,49 +1,3 @@
-import Foundation
-
-/// A JSON value kept as data, so claims can be inspected after the parser's `Any` is gone.
-public enum JSONish: Sendable, Equatable {
-    case string(String)
-    case number(Double)
-    case bool(Bool)
-    case null
-    case array([JSONish])
-    case object([String: JSONish])
-
-    /// Converts what `JSONSerialization` returns; nil for anything that is not JSON.
-    public init?(_ value: Any) {
-        switch value {
-        case let string as String:
-            self = .string(string)
-        case let number as NSNumber:
-            // Booleans come back as NSNumber too; only their class tells them apart.
-            if type(of: number) == type(of: NSNumber(value: true)) {
-                self = .bool(number.boolValue)
-            } else {
-                self = .number(number.doubleValue)
-            }
-        case is NSNull:
-            self = .null
-        case let array as [Any]:
-            var elements: [JSONish] = []
-            elements.reserveCapacity(array.count)
-            for element in array {
-                guard let converted = JSONish(element) else { return nil }
-                elements.append(converted)
-            }
-            self = .array(elements)
-        case let object as [String: Any]:
-            var members: [String: JSONish] = [:]
-            for (name, member) in object {
-                guard let converted = JSONish(member) else { return nil }
-                members[name] = converted
-            }
-            self = .object(members)
-        default:
-            return nil
-        }
-    }
-}
-
 /// The claims of a compact JWT that the sidecar reads, decoded but NOT verified: the provider
 /// is trusted, and Fleet Engine verifies the signature. Used to bound a token's expiry by
 /// `exp`, to learn its lifetime from `iat`, and to check which entities it names.
@@ -111,9 +65,7 @@ public struct JWTClaims: Sendable, Equatable {
     }
 
     private static func jsonObject(_ bytes: [UInt8]) -> [String: JSONish]? {
-        guard let parsed = try? JSONSerialization.jsonObject(with: Data(bytes)),
-              case .object(let members)? = JSONish(parsed)
-        else { return nil }
+        guard case .object(let members)? = JSONish.parse(bytes) else { return nil }
         return members
     }
 

@@ -1,5 +1,3 @@
-import Foundation
-
 /// Reads the token provider's JSON answer (SPEC §4) into a token and the expiry the sidecar
 /// will hold it to. Every refusal names the field or the problem, never the token or the
 /// body, because the message may reach a log line or a client.
@@ -17,10 +15,11 @@ public enum ProviderAnswer {
         expiryField: String?,
         wallNow: Double
     ) -> Result<FetchedToken, ProxyFailure> {
-        guard let parsed = try? JSONSerialization.jsonObject(with: Data(body)) else {
+        // A bare scalar is "not JSON", as JSONSerialization (used here before) said of it.
+        guard let parsed = JSONish.parse(body), parsed.isContainer else {
             return unusable("provider answer is not JSON")
         }
-        guard let object = parsed as? [String: Any] else {
+        guard case .object(let object) = parsed else {
             return unusable("provider answer is not a JSON object")
         }
 
@@ -28,7 +27,7 @@ public enum ProviderAnswer {
         guard let (tokenName, tokenValue) = firstPresent(tokenCandidates, in: object) else {
             return unusable("provider answer has no token field (looked for \(quoted(tokenCandidates)))")
         }
-        guard let token = tokenValue as? String else {
+        guard let token = tokenValue.stringValue else {
             return unusable("provider answer field \"\(tokenName)\" is not a string")
         }
         guard !token.isEmpty else {
@@ -65,9 +64,9 @@ public enum ProviderAnswer {
     }
 
     /// The first of `names` present in `object` with a non-null value.
-    private static func firstPresent(_ names: [String], in object: [String: Any]) -> (String, Any)? {
+    private static func firstPresent(_ names: [String], in object: [String: JSONish]) -> (String, JSONish)? {
         for name in names {
-            if let value = object[name], !(value is NSNull) { return (name, value) }
+            if let value = object[name], value != .null { return (name, value) }
         }
         return nil
     }

@@ -64,19 +64,28 @@ public struct TokenCacheStatistics: Sendable, Equatable {
 public final class TokenCache {
     public typealias Completion = (Result<String, ProxyFailure>) -> Void
 
-    /// An entity's state machine, its queued calls, its timer and its place in the recency list.
+    /// An entity's state machine, its queued calls and its place in the recency list (its
+    /// timer deadline is in `deadlines`). One per cached entity, so kept small: 32-bit links,
+    /// and no optional for the fetch id.
     private struct Slot {
         var key: EntityKey
         var entry: TokenEntry
         var waiters: [Completion] = []
-        /// The fetch `entry` is waiting on. A completion carrying another id is stale.
-        var fetchID: UInt64?
-        /// The armed timer, if any, and its id (a firing carrying another id is stale).
-        var timer: ScheduledWork?
-        var timerID: UInt64 = 0
-        /// Neighbours in the recency list, as indices into `slots`; `noSlot` at the ends.
-        var newer = TokenCache.noSlot
-        var older = TokenCache.noSlot
+        /// The fetch `entry` is waiting on, or `noFetch`. A completion carrying another id is
+        /// stale.
+        var fetchID = TokenCache.noFetch
+        /// Neighbours in the recency list, as indices into `slots`; `noLink` at the ends.
+        var newerLink = TokenCache.noLink
+        var olderLink = TokenCache.noLink
+
+        var newer: Int {
+            get { Int(newerLink) }
+            set { newerLink = Int32(truncatingIfNeeded: newValue) }
+        }
+        var older: Int {
+            get { Int(olderLink) }
+            set { olderLink = Int32(truncatingIfNeeded: newValue) }
+        }
     }
 
     /// An evicted entry whose fetch was still in flight: its waiters get that fetch's result,
@@ -92,11 +101,15 @@ public final class TokenCache {
     }
 
     private static let noSlot = -1
+    private static let noLink: Int32 = -1
+    private static let noFetch: UInt64 = 0
     /// Least recently used entries looked at per call for being idle: enough to keep up with
     /// entities going idle one call at a time, without a scan.
     private static let idleChecksPerCall = 2
 
     private let fetcher: TokenFetcher
+    /// Shared by every entry.
+    private let policy: TokenEntry.Policy
     private let clock: TokenClock
     private let timing: TokenTiming
     private let maxEntities: Int
@@ -109,12 +122,19 @@ public final class TokenCache {
     /// never grows beyond `maxEntities`.
     private var slots: [Slot] = []
     private var freeSlots: [Int] = []
-    private var slotByKey: [EntityKey: Int] = [:]
+    private var slotByKey = SlotIndex()
     private var newest = TokenCache.noSlot
     private var oldest = TokenCache.noSlot
     private var orphans: [UInt64: Orphan] = [:]
-    private var nextFetchID: UInt64 = 0
-    private var nextTimerID: UInt64 = 1
+    /// Starts at 1: 0 is `noFetch`.
+    private var nextFetchID: UInt64 = 1
+    /// Every entity's next timer deadline, run by the one scheduler timer `wakeUp`, armed for
+    /// the earliest: an event and a closure per entity would cost more than the entity.
+    private var deadlines = RefreshDeadlines()
+    private var wakeUp: ScheduledWork?
+    private var wakeUpAt = Double.infinity
+    /// True while due deadlines are being run: `wakeUp` is armed once, after them.
+    private var runningDueTimers = false
 
     public private(set) var statistics = TokenCacheStatistics()
 
@@ -142,6 +162,9 @@ public final class TokenCache {
         precondition(maxWaiters >= 1, "an entity needs room for at least one waiting call")
         // A zero step would probe (and, with timers, re-arm) without ever waiting.
         precondition(backoff.initial > 0 && backoff.maximum > 0, "backoff steps must be longer than zero")
+        // Slot links are 32-bit.
+        precondition(maxEntities <= Int(Int32.max), "at most \(Int32.max) entities")
+        self.policy = TokenEntry.Policy(timing: timing, backoff: backoff, maxWaiters: maxWaiters)
         self.fetcher = fetcher
         self.clock = clock
         self.timing = timing
@@ -197,7 +220,7 @@ public final class TokenCache {
     /// per `TokenEntry.invalidationHoldOff`, so 401s provoked on purpose cannot make every
     /// call a provider fetch.
     public func invalidate(_ key: EntityKey, token: String) {
-        guard let index = slotByKey[key] else { return }
+        guard let index = slot(of: key) else { return }
         let now = clock.monotonicNow
         switch slots[index].entry.invalidate(token: token, now: now) {
         case .dropped:
@@ -211,11 +234,12 @@ public final class TokenCache {
     }
 
     private func makeEntry() -> TokenEntry {
-        TokenEntry(timing: timing, backoff: backoff, maxWaiters: maxWaiters)
+        TokenEntry(policy: policy)
     }
 
     private func startFetch(slot index: Int) {
         let id = nextFetchID
+        // Wraps past 0 (`noFetch`) only after 2^64 fetches.
         nextFetchID &+= 1
         slots[index].fetchID = id
         statistics.providerFetches += 1
@@ -231,7 +255,7 @@ public final class TokenCache {
         let now = clock.monotonicNow
         let wallNow = clock.wallNow
         let jitter = random()
-        let slotIndex = slotByKey[key].flatMap { slots[$0].fetchID == id ? $0 : nil }
+        let slotIndex = slot(of: key).flatMap { slots[$0].fetchID == id ? $0 : nil }
         guard slotIndex != nil || orphans[id] != nil else {
             // A second completion for one fetch, or the fetch of an entry evicted with no
             // one waiting: nothing to store, no one to answer.
@@ -253,7 +277,7 @@ public final class TokenCache {
         let answer: Result<String, ProxyFailure>
         let waiters: [Completion]
         if let index = slotIndex {
-            slots[index].fetchID = nil
+            slots[index].fetchID = Self.noFetch
             guard case .answerWaiters(let result) = feed(&slots[index].entry) else { return }
             answer = result
             waiters = slots[index].waiters
@@ -273,36 +297,56 @@ public final class TokenCache {
 
     // MARK: Timers
 
-    /// Carries out what the entry's timer says now, and arms the next one. Does nothing when
-    /// refresh is lazy.
+    /// Carries out what the entry's timer says now, and sets its next deadline. Does nothing
+    /// when refresh is lazy.
     private func runTimer(slot index: Int, now: Double) {
-        guard let scheduler else { return }
-        slots[index].timer?.cancel()
-        slots[index].timer = nil
+        guard scheduler != nil else { return }
+        deadlines.remove(index)
         switch slots[index].entry.timerDue(now: now) {
         case .none:
             break
         case .sleep(let until):
-            let id = nextTimerID
-            nextTimerID &+= 1
-            let key = slots[index].key
-            slots[index].timerID = id
-            // Weak: a cache that is gone has nothing to refresh.
-            slots[index].timer = scheduler.schedule(after: max(0, until - now)) { [weak self] in
-                self?.timerFired(key: key, id: id)
-            }
+            deadlines.set(index, due: until)
         case .startFetch:
             statistics.timerFetches += 1
             startFetch(slot: index)
         case .drop:
             remove(index, .idle)
         }
+        armWakeUp(now: now)
     }
 
-    private func timerFired(key: EntityKey, id: UInt64) {
-        guard let index = slotByKey[key], slots[index].timerID == id else { return }
-        slots[index].timer = nil
-        runTimer(slot: index, now: clock.monotonicNow)
+    /// Arms the one scheduler timer for the earliest deadline, or cancels it when there is none.
+    private func armWakeUp(now: Double) {
+        guard let scheduler, !runningDueTimers else { return }
+        guard let earliest = deadlines.earliest else {
+            wakeUp?.cancel()
+            wakeUp = nil
+            wakeUpAt = .infinity
+            return
+        }
+        if wakeUp != nil, wakeUpAt == earliest { return }
+        wakeUp?.cancel()
+        wakeUpAt = earliest
+        // Weak: a cache that is gone has nothing to refresh.
+        wakeUp = scheduler.schedule(after: max(0, earliest - now)) { [weak self] in
+            self?.wakeUpFired()
+        }
+    }
+
+    /// Runs every entity whose deadline has come, earliest first. Each one's next deadline is
+    /// later than now (`TokenEntry.timerDue` sleeps only until a time still to come), so the
+    /// loop ends.
+    private func wakeUpFired() {
+        wakeUp = nil
+        wakeUpAt = .infinity
+        let now = clock.monotonicNow
+        runningDueTimers = true
+        while let index = deadlines.popDue(at: now) {
+            runTimer(slot: index, now: now)
+        }
+        runningDueTimers = false
+        armWakeUp(now: now)
     }
 
     /// Without timers nothing else would ever drop an idle entity: look at the least recently
@@ -319,7 +363,8 @@ public final class TokenCache {
     /// The slot of `key`, made the most recently used; created, after evicting the least
     /// recently used entry if the cache is full, when `key` has none.
     private func touch(_ key: EntityKey) -> Int {
-        if let index = slotByKey[key] {
+        let hash = SlotIndex.hash(key)
+        if let index = slotByKey.find(hash: hash, isKey: { slots[$0].key == key }) {
             if index != newest {
                 unlink(index)
                 linkAsNewest(index)
@@ -337,23 +382,31 @@ public final class TokenCache {
             slots.append(slot)
             index = slots.count - 1
         }
-        slotByKey[key] = index
+        slotByKey.insert(index, hash: hash)
         linkAsNewest(index)
         return index
     }
 
+    /// The slot holding `key`, if it is cached.
+    private func slot(of key: EntityKey) -> Int? {
+        slotByKey.find(hash: SlotIndex.hash(key), isKey: { slots[$0].key == key })
+    }
+
     private func remove(_ index: Int, _ why: Removal) {
         unlink(index)
-        slotByKey[slots[index].key] = nil
-        if let id = slots[index].fetchID, !slots[index].waiters.isEmpty {
+        slotByKey.remove(index, hash: SlotIndex.hash(slots[index].key))
+        let id = slots[index].fetchID
+        if id != Self.noFetch, !slots[index].waiters.isEmpty {
             orphans[id] = Orphan(entry: slots[index].entry, waiters: slots[index].waiters)
         }
-        // Drop the token, the closures and the timer now rather than when the slot is reused.
-        slots[index].timer?.cancel()
-        slots[index].timer = nil
+        // Drop the token, the closures and the deadline now rather than when the slot is reused.
+        if deadlines.deadline(of: index) != nil {
+            deadlines.remove(index)
+            armWakeUp(now: clock.monotonicNow)
+        }
         slots[index].entry = makeEntry()
         slots[index].waiters = []
-        slots[index].fetchID = nil
+        slots[index].fetchID = Self.noFetch
         freeSlots.append(index)
         switch why {
         case .leastRecentlyUsed: statistics.evictions += 1

@@ -121,8 +121,10 @@ public struct TokenEntry: Sendable {
         case fresh(HeldToken)
         /// A token still served while one background fetch replaces it.
         case refreshing(HeldToken)
-        /// The last fetch failed; the provider is left alone until `retryAt`.
-        case backingOff(Backoff)
+        /// The last fetch failed; the provider is left alone until `retryAt`. Boxed: a
+        /// backoff (rare) is larger than a held token, and every cached entity would pay for
+        /// the largest case.
+        indirect case backingOff(Backoff)
     }
 
     /// The state as an operator would name it at a given time (for tests, logs and metrics).
@@ -188,24 +190,47 @@ public struct TokenEntry: Sendable {
     /// healed within the half minute.
     public static let invalidationHoldOff: Double = 30
 
+    /// The settings every entry of a cache shares, held once by reference rather than copied
+    /// into each of 100k entries.
+    public final class Policy: Sendable {
+        public let timing: TokenTiming
+        public let backoff: BackoffPolicy
+        public let maxWaiters: Int
+
+        public init(timing: TokenTiming, backoff: BackoffPolicy = BackoffPolicy(), maxWaiters: Int = TokenEntry.defaultMaxWaiters) {
+            self.timing = timing
+            self.backoff = backoff
+            self.maxWaiters = maxWaiters
+        }
+    }
+
+    // Stored compactly (an entry is kept per cached entity): "never" is -infinity rather than
+    // an optional, which would take 16 bytes instead of 8 each.
     public private(set) var state: State = .idle
-    /// Fetches that failed in a row; sets the backoff step. Zero after a success.
-    public private(set) var consecutiveFailures = 0
-    /// Monotonic time of the last call that wanted the token.
-    public private(set) var lastUsedAt: Double?
+    private var failures: Int32 = 0
+    private var lastUsed = -Double.infinity
     /// How long after its last call the entity counts as recently used: the lifetime, as
     /// issued, of its last token.
     public private(set) var recentUse = TokenEntry.defaultRecentUse
+    private var lastInvalidated = -Double.infinity
+    public let policy: Policy
+
+    /// Fetches that failed in a row; sets the backoff step. Zero after a success.
+    public var consecutiveFailures: Int { Int(failures) }
+    /// Monotonic time of the last call that wanted the token.
+    public var lastUsedAt: Double? { lastUsed == -.infinity ? nil : lastUsed }
     /// Monotonic time a token of this entity was last dropped by `invalidate`.
-    public private(set) var lastInvalidatedAt: Double?
-    public let timing: TokenTiming
-    public let backoff: BackoffPolicy
-    public let maxWaiters: Int
+    public var lastInvalidatedAt: Double? { lastInvalidated == -.infinity ? nil : lastInvalidated }
+    public var timing: TokenTiming { policy.timing }
+    public var backoff: BackoffPolicy { policy.backoff }
+    public var maxWaiters: Int { policy.maxWaiters }
 
     public init(timing: TokenTiming, backoff: BackoffPolicy = BackoffPolicy(), maxWaiters: Int = TokenEntry.defaultMaxWaiters) {
-        self.timing = timing
-        self.backoff = backoff
-        self.maxWaiters = maxWaiters
+        self.init(policy: Policy(timing: timing, backoff: backoff, maxWaiters: maxWaiters))
+    }
+
+    public init(policy: Policy) {
+        self.policy = policy
     }
 
     /// True while a fetch started for this entry has not ended.
@@ -255,7 +280,7 @@ public struct TokenEntry: Sendable {
 
     /// A call wants the token at monotonic time `now`.
     public mutating func request(now: Double) -> RequestAction {
-        lastUsedAt = now
+        lastUsed = now
         switch state {
         case .idle:
             state = .fetching(waiters: 1)
@@ -322,7 +347,7 @@ public struct TokenEntry: Sendable {
                 now: now, jitter: jitter)
         }
         state = .fresh(held)
-        consecutiveFailures = 0
+        failures = 0
         recentUse = TokenTiming.lifetime(of: fetched, wallNow: wallNow)
         return .answerWaiters(.success(held.value))
     }
@@ -340,7 +365,8 @@ public struct TokenEntry: Sendable {
         case .refreshing(let held):
             kept = held
         }
-        consecutiveFailures += 1
+        // Saturating: a count past two billion steps at the longest backoff all the same.
+        failures = failures == .max ? .max : failures + 1
         let retryAt = now + backoff.delay(afterFailures: consecutiveFailures, jitter: jitter)
         state = .backingOff(Backoff(failure: failure, retryAt: retryAt, token: kept))
         return .answerWaiters(.failure(failure))
@@ -372,7 +398,7 @@ public struct TokenEntry: Sendable {
         case .idle, .fetching:
             return .notHeld
         }
-        lastInvalidatedAt = now
+        lastInvalidated = now
         return .dropped
     }
 
