@@ -29,4 +29,27 @@ final class HopByHopTests: XCTestCase {
         let out = written([("Content-Length", "5"), ("Transfer-Encoding", "chunked"), ("Connection", "content-length"), ("X-Kept", "1")], request: false)
         XCTAssertEqual(out, "X-Kept: 1\r\n")
     }
+
+    private func bytes<R>(_ text: String, _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        Array(text.utf8).withUnsafeBytes(body)
+    }
+
+    func testH2RequestFieldsTheSidecarSetsOrThatAreConnectionSpecificAreDropped() {
+        for name in ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host",
+                     "authorization", "proxy-authorization"] {
+            XCTAssertTrue(bytes(name, HopByHop.dropFromH2Request), name)
+        }
+        for name in ["te", "content-type", "grpc-timeout", "authorizatio", "authorization2", "x-host", ""] {
+            XCTAssertFalse(bytes(name, HopByHop.dropFromH2Request), name)
+        }
+    }
+
+    func testH2ResponseFieldsThatAreConnectionSpecificAreDropped() {
+        for name in ["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"] {
+            XCTAssertTrue(bytes(name, HopByHop.dropFromH2Response), name)
+        }
+        for name in ["content-type", "grpc-status", "host", "content-length", "upgrades"] {
+            XCTAssertFalse(bytes(name, HopByHop.dropFromH2Response), name)
+        }
+    }
 }

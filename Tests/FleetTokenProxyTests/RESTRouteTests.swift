@@ -468,4 +468,16 @@ final class RESTRouteTests: XCTestCase {
         XCTAssertEqual(failure?.httpStatus, 400)
         XCTAssertFalse(failure?.message.contains("AIza") ?? true, "the credential is not echoed")
     }
+
+    func testHeaderRefusalOverNameBytesMatchesTheStringCheck() {
+        for name in ["X-HTTP-Method-Override", "x-http-method", "X-METHOD-OVERRIDE", "X-Goog-Api-Key", "x-goog-api-key",
+                     "x-http-methods", "x-goog-api-ke", "content-type", "", "x-http-method-overrid\u{e9}"] {
+            let fromBytes = Array(name.utf8).withUnsafeBytes { RESTRoute.headerRefusal(name: $0) }
+            let fromString = RESTRoute.headerRefusal(HTTPHeaders([(name: name, value: "v")]))
+            XCTAssertEqual(fromBytes?.message, fromString?.message, name)
+        }
+        XCTAssertNotNil(Array("X-Http-Method".utf8).withUnsafeBytes { RESTRoute.headerRefusal(name: $0) })
+        XCTAssertNil(Array("x-http-metho".utf8).withUnsafeBytes { RESTRoute.headerRefusal(name: $0) })
+    }
 }
+

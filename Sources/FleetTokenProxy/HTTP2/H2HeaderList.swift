@@ -108,6 +108,12 @@ struct H2HeaderList {
         return bytes.withUnsafeBytes { Self.equal(UnsafeRawBufferPointer(rebasing: $0[Int(f.valueStart)..<Int(f.valueStart + f.valueCount)]), value) }
     }
 
+    /// True when `test` holds for field `index`'s name (as bytes, valid only during the call).
+    func name(at index: Int, matches test: (UnsafeRawBufferPointer) -> Bool) -> Bool {
+        let f = fields[index]
+        return bytes.withUnsafeBytes { test(UnsafeRawBufferPointer(rebasing: $0[Int(f.nameStart)..<Int(f.nameStart + f.nameCount)])) }
+    }
+
     /// Field `index`'s name as a `String` (for checks that take names, off the relay path).
     func name(at index: Int) -> String {
         let f = fields[index]
@@ -125,9 +131,6 @@ struct H2HeaderList {
         for i in fields.indices where self.name(at: i, is: name) { return value(at: i) }
         return nil
     }
-
-    /// Every field name, as `String`s.
-    var names: LazyMapSequence<Range<Int>, String> { fields.indices.lazy.map { name(at: $0) } }
 
     /// Calls `body` with an `nghttp2_nv` array over the storage, valid only during the call
     /// (nghttp2 copies names and values while submitting). The array is on the stack: nothing

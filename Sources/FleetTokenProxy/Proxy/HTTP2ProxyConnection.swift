@@ -175,7 +175,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
             call.grpcEncoding = String(decoding: value, as: UTF8.self)
         } else if H2HeaderList.equal(name, "grpc-timeout") {
             call.grpcTimeout = H2Call.grpcTimeout(String(decoding: value, as: UTF8.self))
-        } else if HopByHop.dropFromH2Request(String(decoding: name, as: UTF8.self)) {
+        } else if HopByHop.dropFromH2Request(name) {
             return
         }
         call.headers.append(name: name, value: value)
@@ -375,7 +375,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         // Checked before the route: a method override or a client credential is refused
         // whatever the call is (SPEC §7), as over HTTP/1.1. Once: the head does not change, and
         // a gRPC call comes back here for each piece of its first message (with its rule set).
-        if call.rule == nil, let failure = RESTRoute.headerRefusal(names: call.headers.names) {
+        if call.rule == nil, let failure = Self.headerRefusal(call.headers) {
             refuse(call, failure)
             return
         }
@@ -511,6 +511,15 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         apply(call.state.handle(.upstreamFailed(failure)), to: call)
     }
 
+    /// `RESTRoute.headerRefusal` over the field names as they arrived, for the first refused one.
+    private static func headerRefusal(_ headers: H2HeaderList) -> ProxyFailure? {
+        var failure: ProxyFailure?
+        headers.forEach { name, _ in
+            if failure == nil { failure = RESTRoute.headerRefusal(name: name) }
+        }
+        return failure
+    }
+
     private func relayHead(_ call: H2Call, endStream: Bool) {
         let response = call.responseHeaders
         outgoingHead.removeAll()
@@ -519,7 +528,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
             call.record.status = Int(response.value(at: i)) ?? 0
             outgoingHead.append(field: i, of: response)
         }
-        for i in 0..<response.count where !response.name(at: i, is: ":status") && !HopByHop.dropFromH2Response(response.name(at: i)) {
+        for i in 0..<response.count where !response.name(at: i, is: ":status") && !response.name(at: i, matches: HopByHop.dropFromH2Response) {
             outgoingHead.append(field: i, of: response)
         }
         core.statistics.upstreamStatus[call.record.status, default: 0] += 1

@@ -48,24 +48,27 @@ enum HopByHop {
         }
     }
 
-    /// True for HTTP/2 request fields not forwarded: connection-specific ones (RFC 9113
-    /// §8.2.2; `te: trailers` is kept, gRPC needs it) and the ones the sidecar sets itself.
-    static func dropFromH2Request(_ name: String) -> Bool {
-        switch name {
-        case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host",
-             "authorization", "proxy-authorization":
-            return true
-        default:
-            return false
-        }
+    /// HTTP/2 request fields not forwarded: connection-specific ones (RFC 9113 §8.2.2;
+    /// `te: trailers` is kept, gRPC needs it) and the ones the sidecar sets itself.
+    static let h2RequestDropped: [StaticString] = [
+        "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host",
+        "authorization", "proxy-authorization",
+    ]
+
+    /// HTTP/2 response fields not relayed (connection-specific).
+    static let h2ResponseDropped: [StaticString] = [
+        "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade",
+    ]
+
+    /// True for an HTTP/2 request field not forwarded. Compared as the bytes nghttp2 hands
+    /// over (HTTP/2 names are lower-case; nghttp2 refuses others), no `String` per field.
+    static func dropFromH2Request(_ name: UnsafeRawBufferPointer) -> Bool {
+        h2RequestDropped.contains { H2HeaderList.equal(name, $0) }
     }
 
-    /// True for HTTP/2 response fields not relayed (connection-specific).
-    static func dropFromH2Response(_ name: String) -> Bool {
-        switch name {
-        case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade": return true
-        default: return false
-        }
+    /// True for an HTTP/2 response field not relayed.
+    static func dropFromH2Response(_ name: UnsafeRawBufferPointer) -> Bool {
+        h2ResponseDropped.contains { H2HeaderList.equal(name, $0) }
     }
 
     /// Appends `Name: value\r\n` for every field that is neither dropped by `drop` nor named

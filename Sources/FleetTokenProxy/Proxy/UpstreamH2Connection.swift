@@ -29,11 +29,14 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
     static let streamWindow = 256 * 1024
     /// Response bytes a stream may hold for a client that has not taken them, beyond its window.
     static let responseBufferBound = 256 * 1024
+    /// The connect timeout, kept as the bound on an idle connection.
+    private let idleTimeout: Double
 
-    init(bev: OpaquePointer, pool: UpstreamH2Pool, origin: Origin, isTLS: Bool, loop: EventLoop, id: Int) {
+    init(bev: OpaquePointer, pool: UpstreamH2Pool, origin: Origin, isTLS: Bool, idleTimeout: Double, loop: EventLoop, id: Int) {
         self.pool = pool
         self.origin = origin
         self.isTLS = isTLS
+        self.idleTimeout = idleTimeout
         self.loop = loop
         self.id = id
         transport = Transport(bev: bev, delegate: self, directWrites: !isTLS)
@@ -154,6 +157,12 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
     private func connected() {
         guard let bev = transport.bev else { return }
         Dialer.setNoDelay(bev)
+        if !isTLS {
+            // One readv per readiness instead of FIONREAD and read; the read bound moves over
+            // with it (the bufferevent's own read timeout no longer applies once it stops reading).
+            transport.readDirectly()
+            transport.setTimeouts(read: idleTimeout, write: idleTimeout)
+        }
         if isTLS, Dialer.negotiatedALPN(bev) != "h2" {
             pool.discard(self, reason: "\(origin) did not agree to HTTP/2 (ALPN)")
             return

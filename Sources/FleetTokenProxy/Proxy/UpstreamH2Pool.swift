@@ -42,7 +42,7 @@ final class UpstreamH2Pool {
                 call.client?.upstreamFailed(call, failure: failure, errorCode: 0)
             case .success(let bev):
                 nextID += 1
-                let connection = UpstreamH2Connection(bev: bev, pool: self, origin: origin, isTLS: tls != nil, loop: loop, id: nextID)
+                let connection = UpstreamH2Connection(bev: bev, pool: self, origin: origin, isTLS: tls != nil, idleTimeout: connectTimeout, loop: loop, id: nextID)
                 logger.debug("upstream HTTP/2 connection opened", metadata: ["origin": "\(origin)", "connections": "\(connections.count + 1)"])
                 connections.append(connection)
                 connection.start(call)

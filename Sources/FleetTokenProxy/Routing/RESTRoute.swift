@@ -338,9 +338,18 @@ public enum RESTRoute {
 
     /// Request header fields that would make Fleet Engine's front end run another method than
     /// the one the route (and so the entity and token) was chosen from.
+    static let methodOverrideNames: [StaticString] = ["x-http-method-override", "x-http-method", "x-method-override"]
+
+    /// Client credentials a call must not carry (`Authorization` is replaced, not refused).
+    static let clientCredentialNames: [StaticString] = ["x-goog-api-key"]
+
     public static func isMethodOverride(_ name: String) -> Bool {
-        name.asciiCaseInsensitiveEquals("x-http-method-override") || name.asciiCaseInsensitiveEquals("x-http-method")
-            || name.asciiCaseInsensitiveEquals("x-method-override")
+        var name = name
+        return name.withUTF8 { isMethodOverride(UnsafeRawBufferPointer($0)) }
+    }
+
+    static func isMethodOverride(_ name: UnsafeRawBufferPointer) -> Bool {
+        methodOverrideNames.contains { asciiCaseInsensitiveEquals(name, $0) }
     }
 
     /// The refusal (400) for a call whose header fields must never reach Fleet Engine: a method
@@ -350,18 +359,37 @@ public enum RESTRoute {
         headerRefusal(names: headers.fields.lazy.map(\.name))
     }
 
-    /// The same check over field names alone: HTTP/2 calls (REST and gRPC metadata) keep
-    /// their fields as name/value pairs.
+    /// The same check over field names alone.
     public static func headerRefusal<Names: Sequence<String>>(names: Names) -> ProxyFailure? {
         for name in names {
-            if isMethodOverride(name) {
-                return .invalidEntity("the \(name) header is not accepted: the call runs the method it was sent with")
-            }
-            if name.asciiCaseInsensitiveEquals("x-goog-api-key") {
-                return .invalidEntity("the \(name) header is a credential; only the sidecar supplies credentials")
-            }
+            var name = name
+            if let failure = name.withUTF8({ headerRefusal(name: UnsafeRawBufferPointer($0)) }) { return failure }
         }
         return nil
+    }
+
+    /// The check for one field name as bytes: HTTP/2 calls (REST and gRPC metadata) keep their
+    /// fields as bytes, and no `String` is made unless the call is refused.
+    static func headerRefusal(name: UnsafeRawBufferPointer) -> ProxyFailure? {
+        if isMethodOverride(name) {
+            return .invalidEntity("the \(String(decoding: name, as: UTF8.self)) header is not accepted: the call runs the method it was sent with")
+        }
+        if clientCredentialNames.contains(where: { asciiCaseInsensitiveEquals(name, $0) }) {
+            return .invalidEntity("the \(String(decoding: name, as: UTF8.self)) header is a credential; only the sidecar supplies credentials")
+        }
+        return nil
+    }
+
+    /// ASCII case-insensitive equality of `bytes` with a lower-case literal.
+    private static func asciiCaseInsensitiveEquals(_ bytes: UnsafeRawBufferPointer, _ lower: StaticString) -> Bool {
+        guard bytes.count == lower.utf8CodeUnitCount else { return false }
+        let l = lower.utf8Start
+        for i in 0..<bytes.count {
+            var b = bytes[i]
+            if b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z") { b |= 0x20 }
+            if b != l[i] { return false }
+        }
+        return true
     }
 
     // MARK: - Path helpers
