@@ -25,10 +25,16 @@ public enum RESTRouteInvariant: ParserInvariant {
         } else {
             try expect(ByteRules.isEntityID(key.id), "routed to an invalid \(key.type) id")
         }
-        let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0]
-        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
-        try expect(segments.count >= 5 && segments[1] == "v1" && segments[2] == "providers", "routed a path outside /v1/providers/")
-        try expect(PercentDecoding.decode(segments[3]) == key.provider, "the provider is not the decoded provider segment")
+        // Split by byte, as the router does: split by `Character`, a combining mark after a
+        // `/` makes one grapheme of the two, and the slash is no longer seen as a separator.
+        let path = target.utf8.prefix { $0 != UInt8(ascii: "?") }
+        let segments = path.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        try expect(
+            segments.count >= 5 && segments[1].elementsEqual("v1".utf8) && segments[2].elementsEqual("providers".utf8),
+            "routed a path outside /v1/providers/")
+        // A slice between two ASCII slashes of valid UTF-8 is valid UTF-8 itself.
+        let provider = String(decoding: segments[3], as: UTF8.self)
+        try expect(PercentDecoding.decode(provider) == key.provider, "the provider is not the decoded provider segment")
     }
 
     static func checkPercentDecoding(_ text: String) throws(InvariantViolation) {
