@@ -60,7 +60,7 @@ public enum ProviderAnswer {
         guard expiresAt > wallNow else {
             return unusable("provider answer's token expired \(Int((wallNow - expiresAt).rounded())) s ago")
         }
-        return .success(FetchedToken(token: token, expiresAt: expiresAt, issuedAt: claims?.iat))
+        return .success(FetchedToken(token: token, expiresAt: expiresAt, issuedAt: claims?.iat, claims: claims))
     }
 
     /// The first of `names` present in `object` with a non-null value.
