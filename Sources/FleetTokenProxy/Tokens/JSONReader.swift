@@ -131,15 +131,20 @@ struct JSONReader {
     private mutating func string() -> String? {
         index += 1  // "
         let start = index
+        // ASCII needs no validation: the generic `String(validating:)` costs more per call
+        // (type metadata lookups) than a whole token's ASCII is to scan.
+        var ascii = true
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                let text = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+                let content = UnsafeBufferPointer(rebasing: bytes[start..<index])
+                let text = ascii ? String(decoding: content, as: UTF8.self) : String(validating: content, as: UTF8.self)
                 index += 1
                 return text
             }
             if byte == UInt8(ascii: "\\") { break }
             guard byte >= 0x20 else { return nil }
+            if byte >= 0x80 { ascii = false }
             index += 1
         }
         guard index < bytes.count else { return nil }
