@@ -76,6 +76,8 @@ struct JSONReader {
             index += 1
             return .object(members)
         }
+        // Room for a JWT's claims at once: growing 1, 2, 4, 8 rehashed every member each time.
+        members.reserveCapacity(8)
         while true {
             guard current == UInt8(ascii: "\""), let name = string() else { return nil }
             skipWhitespace()
