@@ -1,10 +1,10 @@
-import Foundation
 import FleetTokenProxy
 
 /// `ProviderAnswer.parse` with `ExpiryValue` and `JWTClaims`, over any bytes a token provider
 /// might answer. Promises: a token it accepts is 1 or more visible ASCII bytes (nothing that
 /// could break the Authorization header it is put in) and its expiry is finite and later than
-/// now, at most the JWT's own `exp` when it has one.
+/// now, at most the JWT's own `exp` when it has one. And `JSONish.parse`, the reader under
+/// both: what it accepts is UTF-8 and reads back the same after `jsonText` writes it.
 public enum ProviderAnswerInvariant: ParserInvariant {
     public static let name = "provider-answer"
     /// A fixed "now" (2026-11-22T10:00:00Z) so a finding replays the same way.
@@ -20,6 +20,7 @@ public enum ProviderAnswerInvariant: ParserInvariant {
             try expect(!fetched.token.isEmpty && fetched.token.utf8.allSatisfy { $0 >= 0x21 && $0 <= 0x7E },
                        "accepted a token with a byte that is not visible ASCII")
             try expect(fetched.expiresAt.isFinite && fetched.expiresAt > wallNow, "accepted an expiry that is not in the future")
+            try expect(fetched.claims == JWTClaims.decode(fetched.token), "carried claims that are not the token's")
             if let exp = JWTClaims.decode(fetched.token)?.exp {
                 try expect(fetched.expiresAt <= exp, "held the token past its JWT exp")
             }
@@ -30,10 +31,15 @@ public enum ProviderAnswerInvariant: ParserInvariant {
             try expect(claims.exp.map { $0.isFinite } ?? true, "a JWT exp that is not finite")
             try expect(claims.iat.map { $0.isFinite } ?? true, "a JWT iat that is not finite")
         }
-        for value in [text as Any, (try? JSONSerialization.jsonObject(with: Data(body), options: .fragmentsAllowed)) as Any] {
+        if let value = JSONish.parse(body) {
+            try expect(String(validating: body, as: UTF8.self) != nil, "accepted JSON text that is not UTF-8")
+            try expect(JSONish.parse(Array(value.jsonText.utf8)) == value, "a value that does not read back from its jsonText")
             if let expiry = ExpiryValue.absoluteExpiry(from: value, wallNow: wallNow) {
                 try expect(expiry.isFinite && expiry >= 0, "an expiry of \(expiry)")
             }
+        }
+        if let expiry = ExpiryValue.absoluteExpiry(from: text, wallNow: wallNow) {
+            try expect(expiry.isFinite && expiry >= 0, "an expiry of \(expiry)")
         }
     }
 }

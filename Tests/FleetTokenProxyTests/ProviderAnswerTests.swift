@@ -126,6 +126,10 @@ final class ProviderAnswerTests: XCTestCase {
         let jwt = makeJWT(exp: now + 3600)
         let fetched = try token(#"{"jwt":"\#(jwt)"}"#)
         XCTAssertEqual(fetched, FetchedToken(token: jwt, expiresAt: now + 3600, issuedAt: nil))
+        // Decoded once here and carried, for TokenScopeCheck.
+        XCTAssertEqual(fetched.claims, JWTClaims.decode(jwt))
+        XCTAssertEqual(fetched.claims?.exp, now + 3600)
+        XCTAssertNil(try token(#"{"token":"opaque","expires_in":60}"#).claims)
     }
 
     // MARK: Refusals

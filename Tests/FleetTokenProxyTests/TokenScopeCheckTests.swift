@@ -92,4 +92,14 @@ final class TokenScopeCheckTests: XCTestCase {
         XCTAssertFalse(message.isEmpty)
         for part in wrong.token.split(separator: ".") { XCTAssertFalse(message.contains(part)) }
     }
+
+    func testClaimsCarriedFromTheAnswerAreTheOnesChecked() throws {
+        // The fetch decoded the claims once; the check reads those, not the token again.
+        let fetched = token(authorization: #"{"vehicleid":"a"}"#)
+        var carried = fetched
+        carried.claims = JWTClaims(exp: wall + 3600, aud: [TokenScopeCheck.audience], authorization: ["vehicleid": .string("b")])
+        XCTAssertNil(problem(fetched, key(.vehicle, "a")))
+        XCTAssertNotNil(problem(carried, key(.vehicle, "a")))
+        XCTAssertNil(problem(carried, key(.vehicle, "b")))
+    }
 }

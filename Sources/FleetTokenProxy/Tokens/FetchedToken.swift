@@ -7,10 +7,19 @@ public struct FetchedToken: Sendable, Equatable {
     public var expiresAt: Double
     /// The JWT's `iat` in epoch seconds, if the token is a JWT that has one.
     public var issuedAt: Double?
+    /// The JWT's claims as `ProviderAnswer` decoded them, so `TokenScopeCheck` need not decode
+    /// them again (a decode is most of a cold miss's CPU); nil for an opaque token, or when
+    /// the value was made without them. Derived from `token`, so not part of equality.
+    public var claims: JWTClaims?
 
-    public init(token: String, expiresAt: Double, issuedAt: Double? = nil) {
+    public init(token: String, expiresAt: Double, issuedAt: Double? = nil, claims: JWTClaims? = nil) {
         self.token = token
         self.expiresAt = expiresAt
         self.issuedAt = issuedAt
+        self.claims = claims
+    }
+
+    public static func == (lhs: FetchedToken, rhs: FetchedToken) -> Bool {
+        lhs.token == rhs.token && lhs.expiresAt == rhs.expiresAt && lhs.issuedAt == rhs.issuedAt
     }
 }

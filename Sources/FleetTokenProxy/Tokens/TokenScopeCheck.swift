@@ -20,7 +20,8 @@ public enum TokenScopeCheck {
 
     /// Nil when `token` may be used for `key` at wall-clock `wallNow`; otherwise why not.
     public static func problem(with token: FetchedToken, for key: EntityKey, wallNow: Double) -> ProxyFailure? {
-        guard let claims = JWTClaims.decode(token.token) else { return nil }
+        // The claims `ProviderAnswer` read, when the token came from there; otherwise decoded.
+        guard let claims = token.claims ?? JWTClaims.decode(token.token) else { return nil }
 
         let audiences = claims.aud
         guard audiences.contains(where: isFleetEngineAudience) else {
