@@ -7,6 +7,19 @@ public enum EntityType: String, Sendable, CaseIterable, Hashable {
     case tracking
     /// Calls that name no single entity (listings, searches): the wildcard token.
     case fleet
+
+    /// A number per case, for `EntityKey`'s hashing and comparison: the defaults of a
+    /// raw-valued enum go through `rawValue`, building a String each time.
+    var ordinal: UInt8 {
+        switch self {
+        case .vehicle: return 0
+        case .trip: return 1
+        case .deliveryVehicle: return 2
+        case .task: return 3
+        case .tracking: return 4
+        case .fleet: return 5
+        }
+    }
 }
 
 /// What a token is cached under: the Google Cloud project plus the entity.
@@ -27,4 +40,17 @@ public struct EntityKey: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(provider)/\(type.rawValue)/\(id)" }
+
+    /// Written out because the token cache hashes and compares a key on every call, and the
+    /// synthesized versions read `type` through its String `rawValue`. The id is compared
+    /// first: it is the part in which most keys differ.
+    public static func == (lhs: EntityKey, rhs: EntityKey) -> Bool {
+        lhs.id == rhs.id && lhs.type.ordinal == rhs.type.ordinal && lhs.provider == rhs.provider
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(provider)
+        hasher.combine(type.ordinal)
+        hasher.combine(id)
+    }
 }
