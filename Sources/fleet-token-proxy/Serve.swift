@@ -112,11 +112,9 @@ struct Serve: ParsableCommand {
         let activated = try SocketActivation.takeFromEnvironment(environment)
         let loop: EventLoop
         let sidecar: Sidecar
-        let address: String
         do {
             loop = try EventLoop()
             sidecar = try Sidecar(configuration: config, loop: loop, logger: logger)
-            address = activated.isEmpty ? try sidecar.start() : try sidecar.start(adopting: activated)
         } catch let error as ConfigError {
             throw error
         } catch {
@@ -124,6 +122,7 @@ struct Serve: ParsableCommand {
         }
         let notifier = SystemdNotifier(environment: environment)
         var draining = false
+        var address = ""
         let stop = {
             guard !draining else { return }
             draining = true
@@ -134,11 +133,21 @@ struct Serve: ParsableCommand {
                 loop.stop()
             }
         }
+        // Before the sidecar listens and logs its address: a SIGTERM sent by whoever read that
+        // line must drain and exit 0, not kill the process (libevent catches the signal now and
+        // hands it to `stop` once the loop runs).
         loop.onSignal(SIGTERM, stop)
         loop.onSignal(SIGINT, stop)
         loop.onSignal(SIGHUP) {
             sidecar.reloadProviderHeaders()
             if !draining { notifier?.notify(.status("serving on \(address); provider headers reloaded")) }
+        }
+        do {
+            address = activated.isEmpty ? try sidecar.start() : try sidecar.start(adopting: activated)
+        } catch let error as ConfigError {
+            throw error
+        } catch {
+            throw StartupError(message: "\(error)")
         }
         // Only now, with the signals handled: systemd may send SIGTERM as soon as it is told.
         if let notifier {
