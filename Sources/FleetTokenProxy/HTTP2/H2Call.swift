@@ -44,7 +44,7 @@ final class H2Call {
     var token: String?
     var record: CallRecord
     /// The one timer of the call (head timeout, then `grpc-timeout` until forwarded).
-    var timer: H2Wakeup?
+    var timer: LoopWakeup?
 
     // Upstream side.
     weak var upstream: UpstreamH2Connection?

@@ -56,7 +56,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     /// lazily. A call that reads its head in time leaves it armed; when it fires it finds the
     /// deadline moved on (or no head awaited) and re-arms or stays quiet. A timer allocated,
     /// added and deleted per call cost about 2,000 instructions a call.
-    private var headTimerEvent: OpaquePointer!
+    private var headTimer: LoopWakeup!
     /// The monotonic time the armed event fires at; nil while not armed.
     private var headTimerArmedFor: Double?
     private var logger: Logger
@@ -84,18 +84,14 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         transport.setTimeouts(read: core.limits.idleTimeout, write: core.limits.ioTimeout)
         transport.setReadHighWater(core.limits.maxHeadBytes + core.limits.bufferHighWater)
         transport.enableReading()
-        // Unretained: `close` deletes the event and `deinit` frees it, so it never fires into a
+        // Unowned: `close` cancels the wakeup (freeing its event), so it never fires into a
         // freed connection.
-        headTimerEvent = event_new(core.loop.base, -1, 0, { _, _, arg in
-            let connection = Unmanaged<HTTP1ProxyConnection>.fromOpaque(arg!).takeUnretainedValue()
-            withExtendedLifetime(connection) { connection.headTimerFired() }
-        }, Unmanaged.passUnretained(self).toOpaque())
+        headTimer = LoopWakeup(loop: core.loop) { [unowned self] in headTimerFired() }
         armHeadTimer(at: now + core.limits.headTimeout)
     }
 
     deinit {
         evbuffer_free(corked)
-        event_free(headTimerEvent)
     }
 
     /// The one close path: frees the socket, gives back a borrowed upstream connection that
@@ -192,19 +188,15 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     /// (each is a fixed time after the previous call's end), so an armed timer is usually left
     /// as it is and re-armed when it fires.
     private func armHeadTimer(at deadline: Double) {
-        if let armed = headTimerArmedFor {
-            if armed <= deadline { return }
-            event_del(headTimerEvent)
-        }
+        if let armed = headTimerArmedFor, armed <= deadline { return }
         headTimerArmedFor = deadline
-        var tv = timeval(seconds: max(0, deadline - core.clock.monotonicNow))
-        event_add(headTimerEvent, &tv)
+        headTimer.arm(after: max(0, deadline - core.clock.monotonicNow))
     }
 
+    /// For good: the connection is closing or handing its socket to HTTP/2.
     private func stopHeadTimer() {
-        guard headTimerArmedFor != nil else { return }
         headTimerArmedFor = nil
-        event_del(headTimerEvent)
+        headTimer.cancel()
     }
 
     /// The head timer fired at the deadline it was armed for: the state machine decides,

@@ -28,7 +28,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     private var closeWhenWritten = false
     /// Runs `flush()` once after the current callbacks, for frames queued from outside this
     /// connection's own read (the upstream's answers, a token that arrived).
-    private var flushWakeup: H2Wakeup!
+    private var flushWakeup: LoopWakeup!
     /// Scratch list for the heads this connection submits (reused, not allocated per call).
     private var outgoingHead = H2HeaderList()
     /// Request bytes held by this connection's calls (`limits.maxConnectionBufferedBytes`).
@@ -47,7 +47,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         logger[metadataKey: "protocol"] = "h2"
         self.logger = logger
         transport.delegate = self
-        flushWakeup = H2Wakeup(loop: core.loop) { [unowned self] in flush() }
+        flushWakeup = LoopWakeup(loop: core.loop) { [unowned self] in flush() }
         session = try H2Session(isServer: true, transport: transport, delegate: self,
                                 maxHeaderListBytes: core.limits.maxHeadBytes, maxHeaderCount: core.limits.maxHeaderCount)
         session.submitSettings(maxConcurrentStreams: UInt32(core.limits.maxConcurrentStreams))
@@ -303,7 +303,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
             return
         }
         if call.timer == nil {
-            call.timer = H2Wakeup(loop: core.loop) { [weak self, weak call] in
+            call.timer = LoopWakeup(loop: core.loop) { [weak self, weak call] in
                 guard let self, let call else { return }
                 apply(call.state.handle(.tick(now: core.clock.monotonicNow)), to: call)
             }

@@ -19,7 +19,7 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
     private var streams: [Int32: H2Call] = [:]
     /// Runs `flush()` once after the current callbacks: the streams that calls open from one
     /// read of their clients leave in one write.
-    private var flushWakeup: H2Wakeup!
+    private var flushWakeup: LoopWakeup!
     /// Scratch list for request heads (reused, not allocated per call).
     private var outgoingHead = H2HeaderList()
     private let loop: EventLoop
@@ -40,7 +40,7 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
         self.loop = loop
         self.id = id
         transport = Transport(bev: bev, delegate: self, directWrites: !isTLS)
-        flushWakeup = H2Wakeup(loop: loop) { [unowned self] in flush() }
+        flushWakeup = LoopWakeup(loop: loop) { [unowned self] in flush() }
     }
 
     /// Streams open or waiting: what the pool balances on.

@@ -1,12 +1,12 @@
 import CEvent
 
 /// One libevent event, made once and used again and again, that runs its owner's action:
-/// `soon()` after the callbacks the loop is running now (once however often it is asked: a
-/// connection's flush, so frames that many streams queue from one read leave in one write),
-/// or `arm(after:)` once a delay has passed (a call's deadline, re-armed as the call moves
-/// on). The timer and closure allocated per flush or per deadline before cost more than the
-/// work they scheduled.
-final class H2Wakeup {
+/// `soon()` after the callbacks the loop is running now (once however often it is asked: an
+/// HTTP/2 connection's flush, so frames that many streams queue from one read leave in one
+/// write), or `arm(after:)` once a delay has passed (an HTTP/2 call's deadline, re-armed as the
+/// call moves on; an HTTP/1.1 connection's whole-head deadline). A `Timer` and closure
+/// allocated per flush or per deadline cost more than the work they scheduled.
+final class LoopWakeup {
     private var event: OpaquePointer?
     private var pending = false
     private var action: (() -> Void)?
@@ -17,7 +17,7 @@ final class H2Wakeup {
         // Unretained: the owner keeps this object alive, and `cancel()` (or deinit) frees the
         // event before the object goes away, so no callback can reach a freed object.
         event = event_new(loop.base, -1, 0, { _, _, arg in
-            Unmanaged<H2Wakeup>.fromOpaque(arg!).takeUnretainedValue().fire()
+            Unmanaged<LoopWakeup>.fromOpaque(arg!).takeUnretainedValue().fire()
         }, Unmanaged.passUnretained(self).toOpaque())
     }
 
