@@ -86,17 +86,8 @@ struct JSONReader {
             skipWhitespace()
             guard let member = value() else { return nil }
             members[name] = member
-            skipWhitespace()
-            switch current {
-            case UInt8(ascii: ",")?:
-                index += 1
-                skipWhitespace()
-            case UInt8(ascii: "}")?:
-                index += 1
-                return .object(members)
-            default:
-                return nil
-            }
+            guard let more = another(before: UInt8(ascii: "}")) else { return nil }
+            if !more { return .object(members) }
         }
     }
 
@@ -114,17 +105,25 @@ struct JSONReader {
         while true {
             guard let element = value() else { return nil }
             elements.append(element)
+            guard let more = another(before: UInt8(ascii: "]")) else { return nil }
+            if !more { return .array(elements) }
+        }
+    }
+
+    /// After an object's member or an array's element: true past a `,` (another must follow:
+    /// no trailing comma), false past `closer` (the container ends), nil for anything else.
+    private mutating func another(before closer: UInt8) -> Bool? {
+        skipWhitespace()
+        switch current {
+        case UInt8(ascii: ",")?:
+            index += 1
             skipWhitespace()
-            switch current {
-            case UInt8(ascii: ",")?:
-                index += 1
-                skipWhitespace()
-            case UInt8(ascii: "]")?:
-                index += 1
-                return .array(elements)
-            default:
-                return nil
-            }
+            return true
+        case closer?:
+            index += 1
+            return false
+        default:
+            return nil
         }
     }
 
