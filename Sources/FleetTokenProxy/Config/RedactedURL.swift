@@ -39,7 +39,6 @@ enum RedactedURL {
         return item[..<equals] + "=" + (value.isEmpty || placeholders.contains(value) ? String(value) : hidden)
     }
 
-    /// `scheme://user:password@host/path` becomes `scheme://…@host/path` (with or without a scheme).
     /// Just past the first `://` (without Foundation's `range(of:)`).
     private static func endOfSchemeSeparator(in text: Substring) -> Substring.Index? {
         let separator = "://".utf8
@@ -53,6 +52,7 @@ enum RedactedURL {
         return nil
     }
 
+    /// `scheme://user:password@host/path` becomes `scheme://…@host/path` (with or without a scheme).
     private static func withoutUserInformation(_ text: Substring) -> String {
         let authorityStart = endOfSchemeSeparator(in: text) ?? text.startIndex
         let authorityEnd = text[authorityStart...].firstIndex(of: "/") ?? text.endIndex
