@@ -97,9 +97,10 @@ extension StringProtocol {
     }
 }
 
-/// Byte-wise equality of two equally long buffers, ASCII letters compared without case.
+/// Byte-wise equality of two equally long buffers, ASCII letters compared without case: header
+/// names as Strings (`asciiCaseInsensitiveEquals`) and as bytes (`RESTRoute.headerRefusal`).
 @inline(__always)
-private func asciiFoldedEqual(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
+func asciiFoldedEqual(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
     for k in 0..<a.count {
         let x = a[k], y = b[k]
         if x != y {

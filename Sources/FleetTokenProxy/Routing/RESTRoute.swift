@@ -383,13 +383,8 @@ public enum RESTRoute {
     /// ASCII case-insensitive equality of `bytes` with a lower-case literal.
     private static func asciiCaseInsensitiveEquals(_ bytes: UnsafeRawBufferPointer, _ lower: StaticString) -> Bool {
         guard bytes.count == lower.utf8CodeUnitCount else { return false }
-        let l = lower.utf8Start
-        for i in 0..<bytes.count {
-            var b = bytes[i]
-            if b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z") { b |= 0x20 }
-            if b != l[i] { return false }
-        }
-        return true
+        return asciiFoldedEqual(bytes.assumingMemoryBound(to: UInt8.self),
+                                UnsafeBufferPointer(start: lower.utf8Start, count: lower.utf8CodeUnitCount))
     }
 
     // MARK: - Path helpers
