@@ -2,6 +2,7 @@ import CEvent
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 /// One libevent `event_base` and the thread that runs it.
 ///
@@ -97,26 +98,22 @@ public struct EventLoopError: Error, CustomStringConvertible {
 
 /// Work handed to the loop from other threads.
 ///
-/// `@unchecked Sendable`: every access to `items` holds `mutex`; the closures run only on the
-/// loop thread, in `drain()`.
-private final class LockedQueue: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-    private var items: [@Sendable () -> Void] = []
-
-    init() { pthread_mutex_init(&mutex, nil) }
-    deinit { pthread_mutex_destroy(&mutex) }
+/// The closures run only on the loop thread, in `drain()`. The lock is the standard library's
+/// `Mutex`: a `pthread_mutex_t` kept as a stored property has no address Swift promises to
+/// keep stable, and a mutex must not move.
+private final class LockedQueue: Sendable {
+    private let items = Mutex<[@Sendable () -> Void]>([])
 
     func push(_ work: @escaping @Sendable () -> Void) {
-        pthread_mutex_lock(&mutex)
-        items.append(work)
-        pthread_mutex_unlock(&mutex)
+        items.withLock { $0.append(work) }
     }
 
     func drain() {
-        pthread_mutex_lock(&mutex)
-        let batch = items
-        items.removeAll()
-        pthread_mutex_unlock(&mutex)
+        let batch = items.withLock { queued in
+            let batch = queued
+            queued = []
+            return batch
+        }
         for work in batch { work() }
     }
 }
