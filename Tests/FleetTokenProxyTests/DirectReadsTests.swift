@@ -101,6 +101,38 @@ final class DirectReadsTests: XCTestCase {
         XCTAssertEqual(transport.inputLength, 0)
     }
 
+    /// A kept-alive connection's new exchange restarts the read timeout: the answer gets the
+    /// whole timeout, not what was left of it after the connection sat idle.
+    func testRestartingTheReadTimeoutCountsItFromNow() {
+        transport.setTimeouts(read: 0.3, write: nil)
+        transport.enableReading()
+        run(for: 0.2)
+        transport.restartReadTimeout()
+        run(for: 0.2) // 0.4 s after reading began, 0.2 s after the restart
+        XCTAssertEqual(recorder.events, [], "timed out from the first start, not the restart")
+        run(for: 0.3)
+        XCTAssertEqual(recorder.events, [BEV_EVENT_READING | BEV_EVENT_TIMEOUT])
+    }
+
+    /// The same through a bufferevent's own reads (TLS connections).
+    func testRestartingTheReadTimeoutOfABuffereventCountsItFromNow() throws {
+        var fds: [Int32] = [0, 0]
+        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds), 0)
+        defer { close(fds[1]) }
+        let other = Recorder()
+        let bev = try XCTUnwrap(bufferevent_socket_new(loop.base, fds[0], Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)))
+        let buffered = Transport(bev: bev, delegate: other, directWrites: true)
+        defer { buffered.close() }
+        buffered.setTimeouts(read: 0.3, write: nil)
+        buffered.enableReading()
+        run(for: 0.2)
+        buffered.restartReadTimeout()
+        run(for: 0.2)
+        XCTAssertEqual(other.events, [])
+        run(for: 0.3)
+        XCTAssertEqual(other.events, [BEV_EVENT_READING | BEV_EVENT_TIMEOUT])
+    }
+
     func testEndOfStreamIsReportedAsAReadingEOFAfterTheLastBytes() {
         recorder.consume = true
         transport.enableReading()

@@ -350,6 +350,28 @@ def test_slow_provider_is_unavailable(sidecar_factory, provider, fleet_engine, n
     assert fleet_engine.records(entity_id=vehicle.id) == []
 
 
+def test_a_fetch_on_a_reused_provider_connection_is_timed_from_its_request(sidecar_factory, provider, fleet_engine, new_id):
+    """`--provider-timeout` counts from the fetch's request, not from the last bytes its
+    keep-alive connection read: a connection that sat idle in the pool for most of the timeout
+    and then carries a slow fetch neither times it out early nor sends it a second time (the
+    provider saw the first request: only a connection closed before it was written may be
+    tried again)."""
+    sidecar = sidecar_factory(extra_args=["--provider-timeout", "2"])
+    first, second = (Entity(PROVIDER_ID, VEHICLE, new_id("reused-")) for _ in range(2))
+    with grpc.insecure_channel(sidecar.address) as channel:
+        clients = official_clients(channel)
+
+        def get(entity):
+            return clients.vehicles.get_vehicle(fe.GetVehicleRequest(name=entity.resource_name()), retry=None, timeout=10)
+
+        assert get(first).name == first.resource_name()  # the provider connection, now idle in the pool
+        time.sleep(1.4)
+        provider.delay = 1.2  # answered 2.6 s after the connection last read, 1.2 s after the request
+        assert get(second).name == second.resource_name()
+    assert provider.fetches(second) == 1
+    assert [r.outcome for r in fleet_engine.records(entity_id=second.id)] == [ACCEPTED]
+
+
 @pytest.fixture
 def refusing_port():
     """A loopback port that refuses connections: bound but not listening, and held for the

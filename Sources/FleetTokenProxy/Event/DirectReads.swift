@@ -58,6 +58,12 @@ final class DirectReads {
         update()
     }
 
+    /// The read timeout counts from now, if reading is on (adding the event again restarts it).
+    func restartTimeout() {
+        guard listening, let event, var tv = timeout else { return }
+        event_add(event, &tv)
+    }
+
     /// nil: no read timeout.
     func setTimeout(_ seconds: Double?) {
         timeout = seconds.map { timeval(seconds: $0) }

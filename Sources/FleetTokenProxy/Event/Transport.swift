@@ -104,6 +104,18 @@ final class Transport {
         if let directReads { directReads.enable() } else { bufferevent_enable(bev, Int16(EV_READ)) }
     }
 
+    /// Starts the read inactivity timeout again from now, if reading is on: a new exchange on
+    /// a kept-alive connection.
+    func restartReadTimeout() {
+        guard let bev else { return }
+        if let directReads {
+            directReads.restartTimeout()
+        } else if bufferevent_get_enabled(bev) & Int16(EV_READ) != 0 {
+            // Enabling again re-adds the read event with its timeout.
+            bufferevent_enable(bev, Int16(EV_READ))
+        }
+    }
+
     func disableReading() {
         guard let bev else { return }
         if let directReads { directReads.disable() } else { bufferevent_disable(bev, Int16(EV_READ)) }

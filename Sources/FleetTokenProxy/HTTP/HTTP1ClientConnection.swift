@@ -52,7 +52,9 @@ final class HTTP1ClientConnection: TransportDelegate {
         headReceived = false
         bytesReceived = false
         state = .awaitingHead
-        if readingPaused { resumeReading() }
+        // The answer gets the whole response timeout from now, however long the connection sat
+        // idle in the pool: the read timeout otherwise counts from the last bytes it read.
+        if readingPaused { resumeReading() } else { transport.restartReadTimeout() }
         if transport.inputLength > 0 { transportReadable(transport) }
     }
 
@@ -181,7 +183,8 @@ final class HTTP1ClientConnection: TransportDelegate {
             finish()
         case .awaitingHead, .readingBody:
             if e & BEV_EVENT_TIMEOUT != 0 {
-                fail(.upstreamUnavailable("\(pool.origin) did not answer within \(Int(limits.responseTimeout)) s"))
+                // The origin may be working on the request: it is never sent a second time.
+                fail(.upstreamUnavailable("\(pool.origin) did not answer within \(Int(limits.responseTimeout)) s"), mayRetry: false)
             } else {
                 fail(.upstreamUnavailable("connection to \(pool.origin) broke: \(why)"))
             }
@@ -224,9 +227,12 @@ final class HTTP1ClientConnection: TransportDelegate {
         sink?.responseEnded(from: self)
     }
 
-    private func fail(_ failure: ProxyFailure) {
+    /// `mayRetry`: false when the request may have reached the origin whatever was read; a
+    /// reused connection that broke before answering anything was closed by the origin before
+    /// it saw the request (the keep-alive race), and only that is `retryable`.
+    private func fail(_ failure: ProxyFailure, mayRetry: Bool = true) {
         let sink = self.sink
-        let retryable = reused && !bytesReceived
+        let retryable = mayRetry && reused && !bytesReceived
         let head = headReceived
         pool.discard(self, reason: failure.message)
         sink?.responseFailed(failure, headReceived: head, retryable: retryable)
