@@ -32,10 +32,12 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
-        // libevent (core, pthreads, OpenSSL bufferevents) through pkg-config.
+        // libevent (core, extra, pthreads, OpenSSL bufferevents; the module map names each). Its
+        // flags from libevent_core's pkg-config file: libevent_openssl's adds -levent, the
+        // all-in-one library that duplicates core and extra, loaded (~130 kB resident) for no use.
         .systemLibrary(
             name: "CEvent",
-            pkgConfig: "libevent_openssl",
+            pkgConfig: "libevent_core",
             providers: [.apt(["libevent-dev"])]
         ),
         .systemLibrary(
