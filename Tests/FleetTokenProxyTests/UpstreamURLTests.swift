@@ -92,6 +92,11 @@ final class UpstreamURLTests: XCTestCase {
         XCTAssertTrue(parseError("https://exa mple.com").contains("not a valid host name"))
         XCTAssertTrue(parseError("https://exa%6Dple.com").contains("not a valid host name"))
         XCTAssertTrue(parseError("https://a..b").contains("empty label"))
+        XCTAssertTrue(parseError("https://.example.com").contains("empty label"))
+        XCTAssertTrue(parseError("https://1..2.3").contains("empty label"))
+        XCTAssertTrue(parseError("https://a..b_").contains("empty label"))
+        // A bad character is reported before an empty label, wherever each is.
+        XCTAssertTrue(parseError("https://a..b!").contains("not a valid host name"))
         XCTAssertTrue(parseError("https://10.1").contains("IPv4"))
         XCTAssertTrue(parseError("https://[::1").contains("']'"))
         XCTAssertTrue(parseError("https://[nope]").contains("IPv6"))

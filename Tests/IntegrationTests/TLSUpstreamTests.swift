@@ -31,15 +31,22 @@ final class TLSUpstreamTests: XCTestCase {
         if result.status != 0 { throw SidecarError("openssl failed: \(result.stderr)") }
     }
 
+    /// Stand-ins whose Fleet Engine serves TLS with the certificate the test CA signed.
+    func tlsStandIns() throws -> StandInHost {
+        try StandInHost(fleetEngineTLS: (cert: dir.appendingPathComponent("server.pem").path,
+                                         key: dir.appendingPathComponent("server.key").path))
+    }
+
+    /// A sidecar calling `standIns`' Fleet Engine over TLS, with `arguments` added.
+    func tlsSidecar(_ standIns: StandInHost, _ arguments: [String] = [], environment: [String: String] = [:]) throws -> SidecarProcess {
+        try SidecarProcess(["--upstream", "https://\(standIns.fleetEngineAddress)", "--provider-url", standIns.providerTemplate] + arguments,
+                           environment: environment)
+    }
+
     func testTLSUpstreamVerifiedWithTheGivenCA() throws {
-        let standIns = try StandInHost(fleetEngineTLS: (cert: dir.appendingPathComponent("server.pem").path,
-                                                        key: dir.appendingPathComponent("server.key").path))
+        let standIns = try tlsStandIns()
         defer { standIns.stop() }
-        let sidecar = try SidecarProcess([
-            "--upstream", "https://\(standIns.fleetEngineAddress)",
-            "--upstream-ca-file", dir.appendingPathComponent("ca.pem").path,
-            "--provider-url", standIns.providerTemplate,
-        ])
+        let sidecar = try tlsSidecar(standIns, ["--upstream-ca-file", dir.appendingPathComponent("ca.pem").path])
         defer { sidecar.stop() }
         let result = try curl(["-w", "\n%{http_code}", sidecar.baseURL + "/v1/providers/p1/vehicles/tls-1"])
         XCTAssertTrue(result.stdout.hasSuffix("\n200"), result.stdout)
@@ -47,18 +54,43 @@ final class TLSUpstreamTests: XCTestCase {
     }
 
     func testTLSUpstreamWithUntrustedCertificateIsNeverSentTheCall() throws {
-        let standIns = try StandInHost(fleetEngineTLS: (cert: dir.appendingPathComponent("server.pem").path,
-                                                        key: dir.appendingPathComponent("server.key").path))
+        let standIns = try tlsStandIns()
         defer { standIns.stop() }
-        let sidecar = try SidecarProcess([
-            "--upstream", "https://\(standIns.fleetEngineAddress)",
-            "--upstream-ca-file", dir.appendingPathComponent("other.pem").path,
-            "--provider-url", standIns.providerTemplate,
-        ])
+        let sidecar = try tlsSidecar(standIns, ["--upstream-ca-file", dir.appendingPathComponent("other.pem").path])
         defer { sidecar.stop() }
         let result = try curl(["-w", "\n%{http_code}", sidecar.baseURL + "/v1/providers/p1/vehicles/tls-2"])
         XCTAssertTrue(result.stdout.hasSuffix("\n502"), result.stdout)
         XCTAssertTrue(result.stdout.contains("UNAVAILABLE"), result.stdout)
         XCTAssertEqual(standIns.sync { standIns.seenRequests.count }, 0)
+    }
+
+    /// Without --upstream-ca-file the system trust store decides, read when the first TLS
+    /// connection needs it (not at start-up) and shared by the HTTP/1.1 and HTTP/2 contexts.
+    /// OpenSSL's default paths honour SSL_CERT_FILE, which names the test CA here.
+    func testTLSUpstreamVerifiedWithTheSystemTrustStoreReadOnFirstUse() throws {
+        let standIns = try tlsStandIns()
+        defer { standIns.stop() }
+        let sidecar = try tlsSidecar(standIns, environment: ["SSL_CERT_FILE": dir.appendingPathComponent("ca.pem").path, "SSL_CERT_DIR": dir.path])
+        defer { sidecar.stop() }
+        for id in ["tls-3", "tls-4"] {
+            let result = try curl(["-w", "\n%{http_code}", sidecar.baseURL + "/v1/providers/p1/vehicles/\(id)"])
+            XCTAssertTrue(result.stdout.hasSuffix("\n200"), result.stdout)
+        }
+        XCTAssertEqual(standIns.sync { standIns.fleetEngine.statistics.accepted }, 2)
+    }
+
+    /// The CA file is still read at start-up: one that holds no certificate stops it, with
+    /// OpenSSL's reason, before the sidecar listens.
+    func testCAFileWithoutACertificateStopsStartUp() throws {
+        let notACertificate = dir.appendingPathComponent("not-a-ca.pem").path
+        try "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n"
+            .write(toFile: notACertificate, atomically: true, encoding: .utf8)
+        let env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("FLEET_TOKEN_PROXY_") }
+        let result = try runCommand(SidecarProcess.binary.path, [
+            "serve", "--listen", "127.0.0.1:0", "--upstream", "https://127.0.0.1:9",
+            "--upstream-ca-file", notACertificate, "--provider-url", "http://127.0.0.1:9/token/{type}/{id}",
+        ], environment: env)
+        XCTAssertEqual(result.status, 2, result.stderr)
+        XCTAssertTrue(result.stderr.contains("cannot load CA file \(notACertificate)"), result.stderr)
     }
 }

@@ -121,9 +121,16 @@ struct URLOrigin: Equatable, Sendable {
         guard !text.isEmpty else { throw ConfigError("\(what) has no host") }
         guard text.utf8.count <= 253 else { throw ConfigError("\(what) host is longer than 253 characters") }
         var digitsAndDotsOnly = true
+        // Two dots in a row, found in the same pass: `contains("..")` would be a substring
+        // search from _StringProcessing, whose code start-up would then fault in for this alone.
+        var emptyLabel = text.utf8.first == UInt8(ascii: ".")
+        var previous: UInt8 = 0
         for byte in text.utf8 {
+            defer { previous = byte }
             switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."):
+            case UInt8(ascii: "."):
+                if previous == UInt8(ascii: ".") { emptyLabel = true }
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
                 continue
             case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
                  UInt8(ascii: "-"), UInt8(ascii: "_"):
@@ -132,7 +139,7 @@ struct URLOrigin: Equatable, Sendable {
                 throw ConfigError("\(what) host \(ConfigError.quoted(text)) is not a valid host name")
             }
         }
-        if text.hasPrefix(".") || text.contains("..") {
+        if emptyLabel {
             throw ConfigError("\(what) host \(ConfigError.quoted(text)) has an empty label")
         }
         // "10.1" or "999.1.1.1" would be read differently by different resolvers: only a

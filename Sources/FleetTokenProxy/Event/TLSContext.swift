@@ -2,35 +2,32 @@ import COpenSSL
 import CShims
 
 /// An OpenSSL `SSL_CTX` for one role: the client side (upstream, provider) verifying the peer
-/// against the system trust store or a given CA file, or the server side of a stand-in.
+/// against a `TrustStore`, or the server side of a stand-in.
+///
+/// A client context is made when its first connection needs it, not at start-up: setting up
+/// `SSL_CTX` runs much of libcrypto (provider and algorithm set-up), about 2 MB of its code made
+/// resident in a sidecar that has not yet called its upstream. Its settings are fixed here, so
+/// the context made later is the one that would have been made now.
 public final class TLSContext {
-    let ctx: OpaquePointer
-    private let isClient: Bool
+    private var ctx: OpaquePointer?
+    private let trust: TrustStore?
+    private let alpn: [String]
 
     /// A client context: peer verification on, TLS 1.2 or later, optional ALPN list.
+    public static func client(trust: TrustStore, alpn: [String] = []) -> TLSContext {
+        TLSContext(ctx: nil, trust: trust, alpn: alpn)
+    }
+
+    /// A client context with its own trust store: the CAs in `caFile` (read now), or the
+    /// system's.
     public static func client(caFile: String? = nil, alpn: [String] = []) throws(TLSError) -> TLSContext {
-        guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw TLSError.fromQueue("SSL_CTX_new") }
-        let context = TLSContext(ctx: ctx, isClient: true)
-        _ = fte_ssl_ctx_set_min_tls12(ctx)
-        fte_ssl_ctx_set_modes(ctx)
-        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
-        if let caFile {
-            guard SSL_CTX_load_verify_locations(ctx, caFile, nil) == 1 else {
-                throw TLSError.fromQueue("cannot load CA file \(caFile)")
-            }
-        } else {
-            guard SSL_CTX_set_default_verify_paths(ctx) == 1 else {
-                throw TLSError.fromQueue("cannot load the system trust store")
-            }
-        }
-        if !alpn.isEmpty { try context.setALPN(alpn) }
-        return context
+        client(trust: try TrustStore.file(caFile, or: .system()), alpn: alpn)
     }
 
     /// A server context from PEM files (stand-ins and tests only).
     public static func server(certificateFile: String, keyFile: String, alpn: [String] = []) throws(TLSError) -> TLSContext {
         guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw TLSError.fromQueue("SSL_CTX_new") }
-        let context = TLSContext(ctx: ctx, isClient: false)
+        let context = TLSContext(ctx: ctx, trust: nil, alpn: [])
         _ = fte_ssl_ctx_set_min_tls12(ctx)
         fte_ssl_ctx_set_modes(ctx)
         guard SSL_CTX_use_certificate_chain_file(ctx, certificateFile) == 1 else {
@@ -42,14 +39,33 @@ public final class TLSContext {
         return context
     }
 
-    private init(ctx: OpaquePointer, isClient: Bool) {
+    private init(ctx: OpaquePointer?, trust: TrustStore?, alpn: [String]) {
         self.ctx = ctx
-        self.isClient = isClient
+        self.trust = trust
+        self.alpn = alpn
     }
 
     deinit { SSL_CTX_free(ctx) }
 
-    private func setALPN(_ protocols: [String]) throws(TLSError) {
+    /// The client `SSL_CTX`, made on first use.
+    private func clientContext() throws(TLSError) -> OpaquePointer {
+        if let ctx { return ctx }
+        guard let made = SSL_CTX_new(TLS_client_method()) else { throw TLSError.fromQueue("SSL_CTX_new") }
+        do {
+            _ = fte_ssl_ctx_set_min_tls12(made)
+            fte_ssl_ctx_set_modes(made)
+            SSL_CTX_set_verify(made, SSL_VERIFY_PEER, nil)
+            if let trust { SSL_CTX_set1_cert_store(made, try trust.x509Store()) }
+            if !alpn.isEmpty { try Self.setALPN(alpn, on: made) }
+        } catch {
+            SSL_CTX_free(made)
+            throw error
+        }
+        ctx = made
+        return made
+    }
+
+    private static func setALPN(_ protocols: [String], on ctx: OpaquePointer) throws(TLSError) {
         var wire: [UInt8] = []
         for p in protocols { wire.append(UInt8(p.utf8.count)); wire.append(contentsOf: p.utf8) }
         let rc = wire.withUnsafeBufferPointer { SSL_CTX_set_alpn_protos(ctx, $0.baseAddress, UInt32($0.count)) }
@@ -60,7 +76,7 @@ public final class TLSContext {
     /// A new client `SSL` for one connection to `host`: SNI for names, and the certificate
     /// checked against the name or IP address.
     func makeClientSSL(host: String) throws(TLSError) -> OpaquePointer {
-        guard let ssl = SSL_new(ctx) else { throw TLSError.fromQueue("SSL_new") }
+        guard let ssl = SSL_new(try clientContext()) else { throw TLSError.fromQueue("SSL_new") }
         let isIPLiteral = host.contains(":") || host.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || $0 == 46 }
         if isIPLiteral {
             let param = SSL_get0_param(ssl)

@@ -24,10 +24,14 @@ public final class Sidecar {
         self.configuration = configuration
         self.loop = loop
         self.logger = logger
-        let upstreamTLS: TLSContext? = configuration.upstream.scheme == .https
-            ? try TLSContext.client(caFile: configuration.upstreamCAFile) : nil
+        // One trust store per source of CAs, shared by the contexts that use it: the system
+        // store is parsed (on the first TLS connection) once, not once per context.
+        let systemTrust = TrustStore.system()
+        let upstreamTrust = configuration.upstream.scheme == .https
+            ? try TrustStore.file(configuration.upstreamCAFile, or: systemTrust) : nil
+        let upstreamTLS = upstreamTrust.map { TLSContext.client(trust: $0) }
         let providerTLS: TLSContext? = configuration.providerURL.scheme == .https
-            ? try TLSContext.client(caFile: configuration.providerCAFile) : nil
+            ? TLSContext.client(trust: try TrustStore.file(configuration.providerCAFile, or: systemTrust)) : nil
         // Metrics cost a little on every call; without an admin listener nobody can read them.
         metrics = configuration.adminListen != nil ? ProxyMetrics.bootstrapped() : ProxyMetrics()
         var headers = configuration.providerHeaders
@@ -49,8 +53,7 @@ public final class Sidecar {
         let upstream = ConnectionPool(loop: loop, origin: Origin(configuration.upstream), tls: upstreamTLS,
                                       maxConnections: 256, logger: logger)
         // HTTP/2 upstream: TLS must agree on "h2" by ALPN; http:// speaks h2c with prior knowledge.
-        let upstreamH2TLS: TLSContext? = configuration.upstream.scheme == .https
-            ? try TLSContext.client(caFile: configuration.upstreamCAFile, alpn: ["h2"]) : nil
+        let upstreamH2TLS = upstreamTrust.map { TLSContext.client(trust: $0, alpn: ["h2"]) }
         let upstreamH2 = UpstreamH2Pool(loop: loop, origin: Origin(configuration.upstream), tls: upstreamH2TLS, logger: logger)
         core = ProxyCore(loop: loop, cache: cache, upstream: upstream, upstreamH2: upstreamH2, limits: configuration.limits,
                          clock: clock, logger: logger,
