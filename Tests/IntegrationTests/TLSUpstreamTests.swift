@@ -64,10 +64,10 @@ final class TLSUpstreamTests: XCTestCase {
         XCTAssertEqual(standIns.sync { standIns.seenRequests.count }, 0)
     }
 
-    /// Without --upstream-ca-file the system trust store decides, read when the first TLS
-    /// connection needs it (not at start-up) and shared by the HTTP/1.1 and HTTP/2 contexts.
-    /// OpenSSL's default paths honour SSL_CERT_FILE, which names the test CA here.
-    func testTLSUpstreamVerifiedWithTheSystemTrustStoreReadOnFirstUse() throws {
+    /// Without --upstream-ca-file the system trust store decides, read once at start-up and
+    /// shared by the HTTP/1.1 and HTTP/2 contexts. OpenSSL's default paths honour
+    /// SSL_CERT_FILE, which names the test CA here.
+    func testTLSUpstreamVerifiedWithTheSystemTrustStore() throws {
         let standIns = try tlsStandIns()
         defer { standIns.stop() }
         let sidecar = try tlsSidecar(standIns, environment: ["SSL_CERT_FILE": dir.appendingPathComponent("ca.pem").path, "SSL_CERT_DIR": dir.path])

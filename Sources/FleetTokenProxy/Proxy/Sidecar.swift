@@ -25,13 +25,16 @@ public final class Sidecar {
         self.loop = loop
         self.logger = logger
         // One trust store per source of CAs, shared by the contexts that use it: the system
-        // store is parsed (on the first TLS connection) once, not once per context.
+        // store is parsed once, not once per context, and here rather than on the event loop
+        // when the first call needs it.
         let systemTrust = TrustStore.system()
         let upstreamTrust = configuration.upstream.scheme == .https
             ? try TrustStore.file(configuration.upstreamCAFile, or: systemTrust) : nil
         let upstreamTLS = upstreamTrust.map { TLSContext.client(trust: $0) }
-        let providerTLS: TLSContext? = configuration.providerURL.scheme == .https
-            ? TLSContext.client(trust: try TrustStore.file(configuration.providerCAFile, or: systemTrust)) : nil
+        let providerTrust = configuration.providerURL.scheme == .https
+            ? try TrustStore.file(configuration.providerCAFile, or: systemTrust) : nil
+        let providerTLS = providerTrust.map { TLSContext.client(trust: $0) }
+        if upstreamTrust === systemTrust || providerTrust === systemTrust { try systemTrust.load() }
         // Metrics cost a little on every call; without an admin listener nobody can read them.
         metrics = configuration.adminListen != nil ? ProxyMetrics.bootstrapped() : ProxyMetrics()
         var headers = configuration.providerHeaders
