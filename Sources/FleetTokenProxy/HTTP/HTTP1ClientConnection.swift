@@ -73,6 +73,7 @@ final class HTTP1ClientConnection: TransportDelegate {
     /// Moves `count` bytes from `source` into the request being sent.
     func send(from source: OpaquePointer, count: Int) { transport.moveIn(from: source, count: count) }
     func send(_ bytes: [UInt8]) { transport.write(bytes) }
+    func send(_ bytes: UnsafeRawBufferPointer) { transport.write(bytes) }
 
     // MARK: TransportDelegate
 

@@ -268,7 +268,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         core.statistics.calls += 1
         var record = CallRecord(protocolName: "http1", started: core.clock.monotonicNow)
         record.method = head.method
-        record.target = head.target
+        // The target becomes a String only when a line is written (see `finishCall`).
         let body: RequestBody
         switch head.framing {
         case .contentLength(let n): body = .remaining(n)
@@ -276,6 +276,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         case .none, .untilClose: body = .remaining(0)
         }
         func refuseBeforeCall(_ failure: ProxyFailure, bodyKnown: Bool) {
+            record.target = head.target
             record.status = failure.httpStatus
             record.refusal = failure.message
             refusedRecord = record
@@ -285,12 +286,12 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
             refuseBeforeCall(.requestTooLarge("request body of \(n) bytes is over the limit of \(core.limits.maxRequestBodyBytes)"), bodyKnown: false)
             return
         }
-        if let failure = RESTRoute.headerRefusal(head.headers) {
+        if let failure = Self.headerRefusal(head.fields) {
             refuseBeforeCall(failure, bodyKnown: true)
             return
         }
         let key: EntityKey
-        switch RESTRoute.classify(method: head.method, target: head.target) {
+        switch head.withTarget({ RESTRoute.classify(method: head.method, target: $0) }) {
         case .failure(let failure):
             refuseBeforeCall(failure, bodyKnown: true)
             return
@@ -319,6 +320,17 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
             transport.write("HTTP/1.1 100 Continue\r\n\r\n")
         }
         perform(exchange.headParsed(method: head.method, keepAlive: head.keepAlive, chunked: chunked))
+    }
+
+    /// `RESTRoute.headerRefusal` over the field names as the parser left them: no `String`
+    /// per name unless the call is refused.
+    private static func headerRefusal(_ fields: HeadFields) -> ProxyFailure? {
+        var failure: ProxyFailure?
+        fields.forEach { name, _ in
+            failure = RESTRoute.headerRefusal(name: UnsafeRawBufferPointer(name))
+            return failure == nil
+        }
+        return failure
     }
 
     /// Drops a refused request's body when it is already buffered, so the connection can be
@@ -454,7 +466,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
             exchange.requestHeld()
         }
         if let held = call.held {
-            upstream.send(upstreamHead(call.head, token: token, bodyLength: held.count, body: held))
+            sendHead(call.head, token: token, bodyLength: held.count, body: held, to: upstream)
             perform(exchange.requestSent())
             return
         }
@@ -463,7 +475,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
             call.continueSent = true
             transport.write("HTTP/1.1 100 Continue\r\n\r\n")
         }
-        upstream.send(upstreamHead(call.head, token: token, bodyLength: n))
+        sendHead(call.head, token: token, bodyLength: n, to: upstream)
         pumpRequestBody()
     }
 
@@ -484,21 +496,24 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         }
     }
 
-    /// The request head as it goes upstream, written by the sidecar: the request line, its own
-    /// Host, the end-to-end fields (no hop-by-hop, framing, Host or Authorization field of the
-    /// client's is copied), the body's framing from its own parse, and the entity's token.
-    private func upstreamHead(_ head: RequestHead, token: String, bodyLength: Int, body: [UInt8] = []) -> [UInt8] {
+    /// Sends the request head as it goes upstream, written by the sidecar: the request line, its
+    /// own Host, the end-to-end fields (no hop-by-hop, framing, Host or Authorization field of
+    /// the client's is copied), the body's framing from its own parse, and the entity's token;
+    /// then `body`, in the same write.
+    private func sendHead(
+        _ head: RequestHead, token: String, bodyLength: Int, body: [UInt8] = [], to upstream: HTTP1ClientConnection
+    ) {
         let host = core.upstreamOrigin.hostHeader
-        let bound = head.method.utf8.count + head.target.utf8.count + host.utf8.count + token.utf8.count
-            + HopByHop.fieldLinesBound(head.headers) + body.count + 96 + HeadWriter.maxDecimalLength
-        return HeadWriter.bytes(capacity: bound) { out in
+        let bound = head.method.utf8.count + head.targetLength + host.utf8.count + token.utf8.count
+            + head.fields.writtenBound + body.count + 96 + HeadWriter.maxDecimalLength
+        HeadWriter.withBytes(capacity: bound, { out in
             out.write(head.method)
             out.byte(0x20)
-            out.write(head.target)
+            head.withTarget { out.write($0) }
             out.write(" HTTP/1.1\r\nHost: ")
             out.write(host)
             out.write("\r\n")
-            HopByHop.writeEndToEndFields(of: head.headers, dropping: HopByHop.dropFromRequest, to: &out)
+            HopByHop.writeEndToEndFields(of: head.fields, dropping: HopByHop.dropFromRequest, to: &out)
             if head.framing != .none || bodyLength > 0 {
                 out.write("Content-Length: ")
                 out.decimal(bodyLength)
@@ -508,7 +523,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
             out.write(token)
             out.write("\r\n\r\n")
             out.write(body)
-        }
+        }, use: { upstream.send($0) })
     }
 
     // MARK: ResponseSink
@@ -530,14 +545,14 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         if closeAfter { exchange.closeAfterAnswer() }
         core.statistics.upstreamStatus[head.status, default: 0] += 1
 
-        let bound = head.reason.utf8.count + HopByHop.fieldLinesBound(head.headers) + 128 + HeadWriter.maxDecimalLength
-        let bytes = HeadWriter.bytes(capacity: bound) { out in
+        let bound = head.reason.utf8.count + head.fields.writtenBound + 128 + HeadWriter.maxDecimalLength
+        HeadWriter.withBytes(capacity: bound, { out in
             out.write(clientIsHTTP10 ? "HTTP/1.0 " : "HTTP/1.1 ")
             appendStatus(head.status, to: &out)
             out.byte(0x20)
             out.write(head.reason)
             out.write("\r\n")
-            HopByHop.writeEndToEndFields(of: head.headers, dropping: HopByHop.dropFromResponse, to: &out)
+            HopByHop.writeEndToEndFields(of: head.fields, dropping: HopByHop.dropFromResponse, to: &out)
             // The framing the sidecar relays, written by it: exactly one of them, or none.
             switch framing {
             case .contentLength(let n):
@@ -558,8 +573,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
                 out.write("Connection: keep-alive\r\n")
             }
             out.write("\r\n")
-        }
-        bytes.withUnsafeBytes { _ = evbuffer_add(corked, $0.baseAddress, $0.count) }
+        }, use: { _ = evbuffer_add(corked, $0.baseAddress, $0.count) })
     }
 
     /// Writes the corked head (and what was added behind it) to the client.
@@ -622,6 +636,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
 
     private func finishCall(keepAlive: Bool) {
         if let call {
+            if CallRecord.writesLine(core: core, logger: logger) { call.record.target = call.head.target }
             call.record.finish(core: core, logger: logger)
             endCall(discardUpstream: nil)
         }
@@ -634,6 +649,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         core.statistics.refusedByStatus[failure.httpStatus, default: 0] += 1
         var record = call?.record ?? refusedRecord ?? CallRecord(protocolName: "http1", started: core.clock.monotonicNow)
         refusedRecord = nil
+        if let call, CallRecord.writesLine(core: core, logger: logger) { record.target = call.head.target }
         record.status = failure.httpStatus
         record.refusal = failure.message
         record.finish(core: core, logger: logger)
