@@ -422,8 +422,12 @@ public enum RESTRoute {
 
     @inline(__always)
     private static func equals(_ bytes: Bytes, _ literal: StaticString) -> Bool {
-        bytes.count == literal.utf8CodeUnitCount
-            && literal.withUTF8Buffer { bytes.elementsEqual($0) }
+        guard bytes.count == literal.utf8CodeUnitCount else { return false }
+        // By pointer: the generic `elementsEqual` over a slice cost about 170 instructions.
+        let lit = literal.utf8Start
+        let raw = UnsafeBufferPointer(rebasing: bytes)
+        for k in 0..<raw.count where raw[k] != lit[k] { return false }
+        return true
     }
 
     /// True when the segment is `literal`, literally or once decoded. Decoding is tried only
