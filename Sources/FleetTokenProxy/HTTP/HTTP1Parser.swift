@@ -256,7 +256,7 @@ struct HeadReader {
         if b == ASCII.sp {
             index += 1
             let reasonStart = index
-            index = endOfFieldValue(from: index)
+            index = endOfFieldValue(from: index).end
             reason = reasonStart..<index
             b = try peek()
         }
@@ -291,9 +291,9 @@ struct HeadReader {
             guard fields.count < maxFieldLines else {
                 throw .invalid(.requestTooLarge("more than \(maxFieldLines) header fields"))
             }
-            let (name, value) = try readFieldLine()
+            let (name, value, ascii) = try readFieldLine()
             try facts.note(name: name, value: value, in: bytes)
-            try bytes.checkText(value, what: "header value")
+            if !ascii { try bytes.checkText(value, what: "header value") }
             fields.append(HeadFields.Line(name: name, value: value))
         }
     }
@@ -304,8 +304,9 @@ struct HeadReader {
         HeadFields(storage: [UInt8](UnsafeBufferPointer(start: bytes.base, count: index)), lines: lines)
     }
 
-    /// `token ":" OWS value OWS CRLF` with no whitespace before the colon.
-    private mutating func readFieldLine() throws(HeadStop) -> (name: Range<Int>, value: Range<Int>) {
+    /// `token ":" OWS value OWS CRLF` with no whitespace before the colon. `ascii`: the value
+    /// has no byte 0x80 or above.
+    private mutating func readFieldLine() throws(HeadStop) -> (name: Range<Int>, value: Range<Int>, ascii: Bool) {
         let nameStart = index
         index = endOfToken(from: index)
         let name = nameStart..<index
@@ -323,7 +324,8 @@ struct HeadReader {
 
         var valueStart = index
         while valueStart < bytes.count, ASCII.isWhitespace(bytes[valueStart]) { valueStart += 1 }
-        index = endOfFieldValue(from: valueStart)
+        let (valueScanEnd, ascii) = endOfFieldValue(from: valueStart)
+        index = valueScanEnd
         var valueEnd = index
         while valueEnd > valueStart, ASCII.isWhitespace(bytes[valueEnd - 1]) { valueEnd -= 1 }
         switch try peek() {
@@ -331,7 +333,7 @@ struct HeadReader {
         case ASCII.lf: throw bareLF()
         case let b: throw .malformed("control byte \(ASCII.hex(b)) in header value at byte \(index)")
         }
-        return (name, valueStart..<valueEnd)
+        return (name, valueStart..<valueEnd, ascii)
     }
 
     /// `HTTP/1.0` or `HTTP/1.1`: one compare when all eight bytes are there, else byte by
@@ -383,12 +385,22 @@ struct HeadReader {
     }
 
     /// The first index at or after `start` that holds a control byte other than HTAB (CR
-    /// ends a well-formed value); eight bytes at a time while none does.
-    private func endOfFieldValue(from start: Int) -> Int {
+    /// ends a well-formed value); eight bytes at a time while none does. `ascii`: no byte
+    /// before it is 0x80 or above (worked out on the way: no second pass for `checkText`).
+    private func endOfFieldValue(from start: Int) -> (end: Int, ascii: Bool) {
         var i = start
-        while i + 8 <= bytes.count, !SWAR.hasControl(bytes.word(at: i)) { i += 8 }
-        while i < bytes.count, ASCII.isFieldValueByte(bytes[i]) { i += 1 }
-        return i
+        var high: UInt64 = 0
+        while i + 8 <= bytes.count {
+            let word = bytes.word(at: i)
+            if SWAR.hasControl(word) { break }
+            high |= word
+            i += 8
+        }
+        while i < bytes.count, ASCII.isFieldValueByte(bytes[i]) {
+            high |= UInt64(bytes[i])
+            i += 1
+        }
+        return (i, high & 0x8080_8080_8080_8080 == 0)
     }
 
     /// At a CR: requires the LF after it.
