@@ -29,8 +29,8 @@ public enum HTTP1Parser {
             try reader.skipLeadingEmptyLines()
             let line = try reader.readRequestLine()
             var facts = FieldFacts()
-            let lines = try reader.readFieldLines(noting: &facts)
-            return try facts.requestHead(line: line, fields: reader.fields(lines), in: reader.bytes)
+            let fields = try reader.readFields(noting: &facts)
+            return try facts.requestHead(line: line, fields: fields, in: reader.bytes)
         }
     }
 
@@ -42,8 +42,8 @@ public enum HTTP1Parser {
         parse(bytes, maxHeadBytes: maxHeadBytes, maxHeaderCount: maxHeaderCount) { (reader: inout HeadReader) throws(HeadStop) in
             let line = try reader.readStatusLine()
             var facts = FieldFacts()
-            let lines = try reader.readFieldLines(noting: &facts)
-            return try facts.responseHead(line: line, fields: reader.fields(lines), in: reader.bytes)
+            let fields = try reader.readFields(noting: &facts)
+            return try facts.responseHead(line: line, fields: fields, in: reader.bytes)
         }
     }
 
@@ -270,16 +270,41 @@ struct HeadReader {
     }
 
     /// Reads field lines up to and including the empty line that ends the head, telling
-    /// `facts` about each one. The ranges are offsets into `bytes` (see `fields(_:)`).
-    mutating func readFieldLines(noting facts: inout FieldFacts) throws(HeadStop) -> [HeadFields.Line] {
-        var fields: [HeadFields.Line] = []
-        fields.reserveCapacity(min(maxFieldLines, 16))
+    /// `facts` about each one, and copies the head's bytes with its lines (the input is
+    /// drained once the head is parsed). The lines gather in temporary memory (on the stack)
+    /// first, so that copy is the one allocation.
+    mutating func readFields(noting facts: inout FieldFacts) throws(HeadStop) -> HeadFields {
+        var stop: HeadStop?
+        let fields: HeadFields? = withUnsafeTemporaryAllocation(of: HeadFields.Line.self, capacity: Self.linesOnStack) { room in
+            do throws(HeadStop) {
+                return try readFields(noting: &facts, into: room)
+            } catch {
+                stop = error
+                return nil
+            }
+        }
+        if let stop { throw stop }
+        return fields!
+    }
+
+    /// Field lines gathered on the stack; a head with more moves them to an array.
+    static let linesOnStack = 32
+
+    private mutating func readFields(
+        noting facts: inout FieldFacts, into room: UnsafeMutableBufferPointer<HeadFields.Line>
+    ) throws(HeadStop) -> HeadFields {
+        var count = 0
+        var spilled: [HeadFields.Line] = []
         while true {
             let first = try peek()
             switch first {
             case ASCII.cr:
                 try consumeCRLF()
-                return fields
+                let head = UnsafeBufferPointer(start: bytes.base, count: index)
+                if count <= room.count {
+                    return HeadFields(bytes: head, lines: UnsafeBufferPointer(rebasing: room[..<count]))
+                }
+                return spilled.withUnsafeBufferPointer { HeadFields(bytes: head, lines: $0) }
             case ASCII.lf:
                 throw bareLF()
             case ASCII.sp, ASCII.htab:
@@ -288,20 +313,21 @@ struct HeadReader {
             default:
                 break
             }
-            guard fields.count < maxFieldLines else {
+            guard count < maxFieldLines else {
                 throw .invalid(.requestTooLarge("more than \(maxFieldLines) header fields"))
             }
             let (name, value, ascii) = try readFieldLine()
             try facts.note(name: name, value: value, in: bytes)
             if !ascii { try bytes.checkText(value, what: "header value") }
-            fields.append(HeadFields.Line(name: name, value: value))
+            let line = HeadFields.Line(name: name, value: value)
+            if count < room.count {
+                (room.baseAddress! + count).initialize(to: line)
+            } else {
+                if spilled.isEmpty { spilled.append(contentsOf: room) }
+                spilled.append(line)
+            }
+            count += 1
         }
-    }
-
-    /// The field lines read so far with a copy of the head's bytes up to here (the input is
-    /// drained once the head is parsed): one allocation for all of their bytes.
-    func fields(_ lines: [HeadFields.Line]) -> HeadFields {
-        HeadFields(storage: [UInt8](UnsafeBufferPointer(start: bytes.base, count: index)), lines: lines)
     }
 
     /// `token ":" OWS value OWS CRLF` with no whitespace before the colon. `ascii`: the value

@@ -85,18 +85,18 @@ enum HopByHop {
     static func writeEndToEndFields(
         of fields: HeadFields, dropping drop: (UnsafeBufferPointer<UInt8>) -> Bool, to out: inout HeadWriter
     ) {
-        fields.withBytes { bytes in
-            let listed = connectionTokens(fields, in: bytes)
-            for line in fields.lines {
-                let name = UnsafeBufferPointer(rebasing: bytes[line.name])
+        fields.withView { view in
+            let listed = connectionTokens(in: view)
+            for i in 0..<view.count {
+                let name = view.name(i)
                 if drop(name) { continue }
                 if !listed.isEmpty && listed.contains(where: { token in
-                    token.count == name.count && asciiFoldedEqual(UnsafeBufferPointer(rebasing: bytes[token]), name)
+                    token.count == name.count && asciiFoldedEqual(view.slice(token), name)
                 }) { continue }
                 out.write(name)
                 out.byte(UInt8(ascii: ":"))
                 out.byte(UInt8(ascii: " "))
-                out.write(UnsafeBufferPointer(rebasing: bytes[line.value]))
+                out.write(view.value(i))
                 out.byte(ASCII.cr)
                 out.byte(ASCII.lf)
             }
@@ -106,25 +106,27 @@ enum HopByHop {
     /// Where the extra field names a `Connection` header lists as hop-by-hop are in
     /// `fields.storage`, without the protected ones (`isProtected`).
     static func connectionTokens(_ fields: HeadFields) -> [Range<Int>] {
-        fields.withBytes { connectionTokens(fields, in: $0) }
+        fields.withView { connectionTokens(in: $0) }
     }
 
-    private static func connectionTokens(_ fields: HeadFields, in bytes: UnsafeBufferPointer<UInt8>) -> [Range<Int>] {
+    private static func connectionTokens(in view: HeadFields.View) -> [Range<Int>] {
+        let bytes = view.bytes
         // The usual heads have no Connection field, or one whose value names no other field:
         // those are answered without building the list.
         var count = 0
         var only = 0..<0
-        for line in fields.lines where asciiEqualsLowercased(UnsafeBufferPointer(rebasing: bytes[line.name]), "connection") {
+        for i in 0..<view.count where asciiEqualsLowercased(view.name(i), "connection") {
             count += 1
-            only = line.value
+            only = view[i].value
         }
         if count == 0 { return [] }
         if count == 1 {
-            let value = UnsafeBufferPointer(rebasing: bytes[only])
+            let value = view.slice(only)
             if asciiEqualsLowercased(value, "keep-alive") || asciiEqualsLowercased(value, "close") { return [] }
         }
         var tokens: [Range<Int>] = []
-        for line in fields.lines where asciiEqualsLowercased(UnsafeBufferPointer(rebasing: bytes[line.name]), "connection") {
+        for i in 0..<view.count where asciiEqualsLowercased(view.name(i), "connection") {
+            let line = view[i]
             var start = line.value.lowerBound
             while start < line.value.upperBound {
                 var end = start
@@ -132,7 +134,7 @@ enum HopByHop {
                 var lower = start, upper = end
                 while lower < upper, ASCII.isWhitespace(bytes[lower]) { lower += 1 }
                 while upper > lower, ASCII.isWhitespace(bytes[upper - 1]) { upper -= 1 }
-                if lower < upper && !isProtected(UnsafeBufferPointer(rebasing: bytes[lower..<upper])) {
+                if lower < upper && !isProtected(view.slice(lower..<upper)) {
                     tokens.append(lower..<upper)
                 }
                 start = end + 1
