@@ -271,16 +271,17 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     private func start(_ head: RequestHead) {
         servedACall = true
         core.statistics.calls += 1
-        var record = CallRecord(protocolName: "http1", started: core.clock.monotonicNow)
-        record.method = head.method
-        // The target becomes a String only when a line is written (see `finishCall`).
+        let started = core.clock.monotonicNow
         let body: RequestBody
         switch head.framing {
         case .contentLength(let n): body = .remaining(n)
         case .chunked: body = .chunked(ChunkedBodyScanner())
         case .none, .untilClose: body = .remaining(0)
         }
+        // The record is built where it goes (a refusal's, or the call's), not copied there.
         func refuseBeforeCall(_ failure: ProxyFailure, bodyKnown: Bool) {
+            var record = CallRecord(protocolName: "http1", started: started)
+            record.method = head.method
             record.target = head.target
             record.status = failure.httpStatus
             record.refusal = failure.message
@@ -302,6 +303,9 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
             return
         case .success(let k): key = k
         }
+        var record = CallRecord(protocolName: "http1", started: started)
+        record.method = head.method
+        // The target becomes a String only when a line is written (see `finishCall`).
         record.entityType = key.type.rawValue
         callSerial += 1
         let call = CallData(serial: callSerial, head: head, key: key, record: record, body: body)
@@ -520,18 +524,18 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
             out.write(head.method)
             out.byte(0x20)
             head.withTarget { out.write($0) }
-            out.write(" HTTP/1.1\r\nHost: ")
+            out.write(literal: " HTTP/1.1\r\nHost: ")
             out.write(host)
-            out.write("\r\n")
+            out.write(literal: "\r\n")
             HopByHop.writeEndToEndFields(of: head.fields, dropping: HopByHop.dropFromRequest, to: &out)
             if head.framing != .none || bodyLength > 0 {
-                out.write("Content-Length: ")
+                out.write(literal: "Content-Length: ")
                 out.decimal(bodyLength)
-                out.write("\r\n")
+                out.write(literal: "\r\n")
             }
-            out.write("Authorization: Bearer ")
+            out.write(literal: "Authorization: Bearer ")
             out.write(token)
-            out.write("\r\n\r\n")
+            out.write(literal: "\r\n\r\n")
             out.write(body)
         }, use: { upstream.send($0) })
     }
@@ -557,18 +561,18 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
 
         let bound = head.reason.utf8.count + head.fields.writtenBound + 128 + HeadWriter.maxDecimalLength
         HeadWriter.withBytes(capacity: bound, { out in
-            out.write(clientIsHTTP10 ? "HTTP/1.0 " : "HTTP/1.1 ")
+            out.write(literal: clientIsHTTP10 ? "HTTP/1.0 " : "HTTP/1.1 ")
             appendStatus(head.status, to: &out)
             out.byte(0x20)
             out.write(head.reason)
-            out.write("\r\n")
+            out.write(literal: "\r\n")
             HopByHop.writeEndToEndFields(of: head.fields, dropping: HopByHop.dropFromResponse, to: &out)
             // The framing the sidecar relays, written by it: exactly one of them, or none.
             switch framing {
             case .contentLength(let n):
                 writeContentLength(n, to: &out)
             case .chunked:
-                if !clientIsHTTP10 { out.write("Transfer-Encoding: chunked\r\n") }
+                if !clientIsHTTP10 { out.write(literal: "Transfer-Encoding: chunked\r\n") }
             case .none:
                 // No body follows, but a HEAD or 304 answer's length describes the resource.
                 if case .contentLength(let n) = head.declaredFraming, head.status >= 200, head.status != 204 {
@@ -578,11 +582,11 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
                 break
             }
             if closeAfter {
-                out.write("Connection: close\r\n")
+                out.write(literal: "Connection: close\r\n")
             } else if clientIsHTTP10 {
-                out.write("Connection: keep-alive\r\n")
+                out.write(literal: "Connection: keep-alive\r\n")
             }
-            out.write("\r\n")
+            out.write(literal: "\r\n")
         }, use: { _ = evbuffer_add(corked, $0.baseAddress, $0.count) })
     }
 
@@ -681,9 +685,9 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     }
 
     private func writeContentLength(_ n: Int, to out: inout HeadWriter) {
-        out.write("Content-Length: ")
+        out.write(literal: "Content-Length: ")
         out.decimal(n)
-        out.write("\r\n")
+        out.write(literal: "\r\n")
     }
 
     /// Three ASCII digits (statuses are 100–999).
