@@ -39,11 +39,15 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         var dechunker: ChunkedBodyScanner?
         var continueSent = false
 
-        init(serial: Int, head: RequestHead, key: EntityKey, record: CallRecord, body: RequestBody) {
+        /// The record is built here, where it stays, rather than copied in.
+        init(serial: Int, head: RequestHead, key: EntityKey, started: Double, body: RequestBody) {
             self.serial = serial
             self.head = head
             self.key = key
-            self.record = record
+            record = CallRecord(protocolName: "http1", started: started)
+            record.method = head.method
+            // The target becomes a String only when a line is written (see `finishCall`).
+            record.entityType = key.type.rawValue
             self.body = body
         }
     }
@@ -278,7 +282,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         case .chunked: body = .chunked(ChunkedBodyScanner())
         case .none, .untilClose: body = .remaining(0)
         }
-        // The record is built where it goes (a refusal's, or the call's), not copied there.
+        // A refusal builds its record here; a call builds its own in `CallData.init`.
         func refuseBeforeCall(_ failure: ProxyFailure, bodyKnown: Bool) {
             var record = CallRecord(protocolName: "http1", started: started)
             record.method = head.method
@@ -303,12 +307,8 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
             return
         case .success(let k): key = k
         }
-        var record = CallRecord(protocolName: "http1", started: started)
-        record.method = head.method
-        // The target becomes a String only when a line is written (see `finishCall`).
-        record.entityType = key.type.rawValue
         callSerial += 1
-        let call = CallData(serial: callSerial, head: head, key: key, record: record, body: body)
+        let call = CallData(serial: callSerial, head: head, key: key, started: started, body: body)
         // Request bytes this call may hold before they leave: what the input buffer may queue
         // for it, or its whole body when smaller. Refused when the process-wide budget is spent.
         let hold: Int
@@ -650,8 +650,12 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
 
     private func finishCall(keepAlive: Bool) {
         if let call {
-            if CallRecord.writesLine(core: core, logger: logger) { call.record.target = call.head.target }
-            call.record.finish(core: core, logger: logger)
+            // The record leaves the ending call to be written: moved out (a placeholder of
+            // literals takes its place), not copied.
+            var record = CallRecord(protocolName: "http1", started: 0)
+            swap(&record, &call.record)
+            if CallRecord.writesLine(core: core, logger: logger) { record.target = call.head.target }
+            record.finish(core: core, logger: logger)
             endCall(discardUpstream: nil)
         }
         keepAlive ? readNextRequest() : finishAndClose()
