@@ -32,9 +32,10 @@ final class ConnectionPool {
     /// Lent to borrowers.
     @exclusivity(unchecked) private var busy = Lent()
     /// Tickets waiting for a connection; cancelled ones stay until they reach the front.
-    private var waiters = FIFO<PoolTicket>()
+    /// Unchecked exclusivity (here and on `waiting`), as for `idle`.
+    @exclusivity(unchecked) private var waiters = FIFO<PoolTicket>()
     /// Tickets in `waiters` not cancelled yet.
-    private(set) var waiting = 0
+    @exclusivity(unchecked) private(set) var waiting = 0
     /// Cancelled tickets still in `waiters`; swept out when they outnumber the live ones, so a
     /// flood of callers that give up cannot grow the queue.
     private var cancelledInQueue = 0

@@ -421,7 +421,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     }
 
     /// True while `token(for:)` runs: an answer then came from the cache without waiting.
-    private var lookingUpToken = false
+    @exclusivity(unchecked) private var lookingUpToken = false  // unchecked: see `exchange`
 
     /// Fleet Engine refused the token (revoked, rotated key): drop it from the cache and fetch
     /// another; the call is sent once more. The first answer never reaches the client.
