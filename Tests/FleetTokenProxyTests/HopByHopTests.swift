@@ -5,7 +5,7 @@ import XCTest
 final class HopByHopTests: XCTestCase {
     private func written(_ fields: [(String, String)], request: Bool = true) -> String {
         var out: [UInt8] = []
-        let headers = HTTPHeaders(fields.map { (name: $0.0, value: $0.1) })
+        let headers = HeadFields(HTTPHeaders(fields.map { (name: $0.0, value: $0.1) }))
         HopByHop.appendEndToEndFields(of: headers, dropping: request ? HopByHop.dropFromRequest : HopByHop.dropFromResponse, to: &out)
         return String(decoding: out, as: UTF8.self)
     }
@@ -14,8 +14,29 @@ final class HopByHopTests: XCTestCase {
         XCTAssertEqual(written([("Connection", "x-a, X-B"), ("X-A", "1"), ("x-b", "2"), ("X-C", "3")]), "X-C: 3\r\n")
     }
 
+    /// The parser tells the writer whether a Connection field can name others; it must not skip one that does.
+    func testParsedHeadsDropTheFieldsTheirConnectionListNames() {
+        func written(_ head: String) -> String {
+            let bytes = Array(head.utf8)
+            guard case .complete(let parsed, _) = bytes.withUnsafeBytes({
+                HTTP1Parser.parseResponse($0, maxHeadBytes: 4096, maxHeaderCount: 16)
+            }) else {
+                XCTFail("not parsed: \(head)")
+                return ""
+            }
+            var out: [UInt8] = []
+            HopByHop.appendEndToEndFields(of: parsed.fields, dropping: HopByHop.dropFromResponse, to: &out)
+            return String(decoding: out, as: UTF8.self)
+        }
+        XCTAssertEqual(written("HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nX-A: 1\r\n\r\n"), "X-A: 1\r\n")
+        XCTAssertEqual(written("HTTP/1.1 200 OK\r\nConnection: x-a\r\nX-A: 1\r\nX-B: 2\r\n\r\n"), "X-B: 2\r\n")
+        XCTAssertEqual(written("HTTP/1.1 200 OK\r\nConnection: close\r\nConnection: x-b\r\nX-A: 1\r\nX-B: 2\r\n\r\n"), "X-A: 1\r\n")
+        XCTAssertEqual(written("HTTP/1.1 200 OK\r\nConnection: Keep-Alive, x-a\r\nX-A: 1\r\nX-B: 2\r\n\r\n"), "X-B: 2\r\n")
+    }
+
     func testConnectionCannotNameProtectedFieldsAway() {
-        let tokens = HopByHop.connectionTokens(HTTPHeaders([(name: "Connection", value: "content-length, Transfer-Encoding, host, Authorization, trailer, x-a")]))
+        let fields = HeadFields(HTTPHeaders([(name: "Connection", value: "content-length, Transfer-Encoding, host, Authorization, trailer, x-a")]))
+        let tokens = HopByHop.connectionTokens(fields).map { String(decoding: fields.storage[$0], as: UTF8.self) }
         XCTAssertEqual(tokens, ["x-a"])
     }
 

@@ -29,8 +29,8 @@ public enum HTTP1Parser {
             try reader.skipLeadingEmptyLines()
             let line = try reader.readRequestLine()
             var facts = FieldFacts()
-            let headers = try reader.readFieldLines(noting: &facts)
-            return try facts.requestHead(line: line, headers: headers, in: reader.bytes)
+            let fields = try reader.readFields(noting: &facts)
+            return try facts.requestHead(line: line, fields: fields, in: reader.bytes)
         }
     }
 
@@ -42,17 +42,17 @@ public enum HTTP1Parser {
         parse(bytes, maxHeadBytes: maxHeadBytes, maxHeaderCount: maxHeaderCount) { (reader: inout HeadReader) throws(HeadStop) in
             let line = try reader.readStatusLine()
             var facts = FieldFacts()
-            let headers = try reader.readFieldLines(noting: &facts)
-            return try facts.responseHead(line: line, headers: headers, in: reader.bytes)
+            let fields = try reader.readFields(noting: &facts)
+            return try facts.responseHead(line: line, fields: fields, in: reader.bytes)
         }
     }
 
     /// Runs `body` over the first `maxHeadBytes` of `bytes` and turns running out of bytes
     /// into `.incomplete` or `.requestTooLarge`.
     ///
-    /// Strings are built as field lines go by, so a call that ends `.incomplete` wastes them.
-    /// A caller that parses again after every read of a head arriving in many small pieces
-    /// repeats that work; it can wait until the input holds a CRLF CRLF instead.
+    /// A call that ends `.incomplete` wastes its pass over the bytes: a caller that parses
+    /// again after every read of a head arriving in many small pieces repeats that work; it
+    /// can wait until the input holds a CRLF CRLF instead.
     private static func parse<Head>(
         _ bytes: UnsafeRawBufferPointer, maxHeadBytes: Int, maxHeaderCount: Int,
         _ body: (inout HeadReader) throws(HeadStop) -> Head
@@ -115,6 +115,35 @@ struct HeadBytes {
         String(decoding: UnsafeBufferPointer(start: base + range.lowerBound, count: range.count), as: UTF8.self)
     }
 
+    /// A method token as a String: the ones Fleet Engine routes take (and HEAD) are literals,
+    /// which cost neither an allocation nor a decoding pass.
+    func method(_ range: Range<Int>) -> String {
+        switch range.count {
+        case 3:
+            if equals(range, "GET") { return "GET" }
+            if equals(range, "PUT") { return "PUT" }
+        case 4:
+            if equals(range, "POST") { return "POST" }
+            if equals(range, "HEAD") { return "HEAD" }
+        case 5:
+            if equals(range, "PATCH") { return "PATCH" }
+        case 6:
+            if equals(range, "DELETE") { return "DELETE" }
+        default:
+            break
+        }
+        return string(range)
+    }
+
+    /// The bytes of `range` are exactly `literal` (case-sensitive).
+    @inline(__always)
+    func equals(_ range: Range<Int>, _ literal: StaticString) -> Bool {
+        guard range.count == literal.utf8CodeUnitCount else { return false }
+        let lit = literal.utf8Start
+        for k in 0..<range.count where base[range.lowerBound + k] != lit[k] { return false }
+        return true
+    }
+
     /// No byte of `range` is 0x80 or above; eight bytes at a time.
     @inline(__always)
     func isASCII(_ range: Range<Int>) -> Bool {
@@ -125,16 +154,20 @@ struct HeadBytes {
         return high & 0x8080_8080_8080_8080 == 0
     }
 
-    /// A field value or reason phrase as a String that holds exactly its bytes: obs-text (bytes
-    /// 0x80 and above) that is valid UTF-8 round-trips byte for byte; any other obs-text is
-    /// refused rather than rewritten to U+FFFD (which would change what is relayed).
-    func text(_ range: Range<Int>, what: StaticString) throws(HeadStop) -> String {
+    /// Refuses a field value or reason phrase whose obs-text (bytes 0x80 and above) is not
+    /// UTF-8: as a `String` it would be rewritten to U+FFFD, which would change what is relayed.
+    func checkText(_ range: Range<Int>, what: StaticString) throws(HeadStop) {
+        // Almost every value is ASCII, which is valid UTF-8 as it stands.
+        if isASCII(range) { return }
         let buffer = UnsafeBufferPointer(start: base + range.lowerBound, count: range.count)
-        // Almost every value is ASCII, which is valid UTF-8 as it stands: decoding it skips the
-        // generic validating initializer (a runtime metadata lookup per call on Linux).
-        if isASCII(range) { return String(decoding: buffer, as: UTF8.self) }
-        if let s = String(validating: buffer, as: UTF8.self) { return s }
+        if String(validating: buffer, as: UTF8.self) != nil { return }
         throw .malformed("\(what) holds bytes that are not UTF-8 (obs-text is relayed only as UTF-8)")
+    }
+
+    /// A field value or reason phrase as a String that holds exactly its bytes (see `checkText`).
+    func text(_ range: Range<Int>, what: StaticString) throws(HeadStop) -> String {
+        try checkText(range, what: what)
+        return String(decoding: UnsafeBufferPointer(start: base + range.lowerBound, count: range.count), as: UTF8.self)
     }
 }
 
@@ -223,7 +256,7 @@ struct HeadReader {
         if b == ASCII.sp {
             index += 1
             let reasonStart = index
-            index = endOfFieldValue(from: index)
+            index = endOfFieldValue(from: index).end
             reason = reasonStart..<index
             b = try peek()
         }
@@ -237,16 +270,41 @@ struct HeadReader {
     }
 
     /// Reads field lines up to and including the empty line that ends the head, telling
-    /// `facts` about each one.
-    mutating func readFieldLines(noting facts: inout FieldFacts) throws(HeadStop) -> HTTPHeaders {
-        var fields: [(name: String, value: String)] = []
-        fields.reserveCapacity(min(maxFieldLines, 16))
+    /// `facts` about each one, and copies the head's bytes with its lines (the input is
+    /// drained once the head is parsed). The lines gather in temporary memory (on the stack)
+    /// first, so that copy is the one allocation.
+    mutating func readFields(noting facts: inout FieldFacts) throws(HeadStop) -> HeadFields {
+        var stop: HeadStop?
+        let fields: HeadFields? = withUnsafeTemporaryAllocation(of: HeadFields.Line.self, capacity: Self.linesOnStack) { room in
+            do throws(HeadStop) {
+                return try readFields(noting: &facts, into: room)
+            } catch {
+                stop = error
+                return nil
+            }
+        }
+        if let stop { throw stop }
+        return fields!
+    }
+
+    /// Field lines gathered on the stack; a head with more moves them to an array.
+    static let linesOnStack = 32
+
+    private mutating func readFields(
+        noting facts: inout FieldFacts, into room: UnsafeMutableBufferPointer<HeadFields.Line>
+    ) throws(HeadStop) -> HeadFields {
+        var count = 0
+        var spilled: [HeadFields.Line] = []
         while true {
             let first = try peek()
             switch first {
             case ASCII.cr:
                 try consumeCRLF()
-                return HTTPHeaders(fields)
+                let head = UnsafeBufferPointer(start: bytes.base, count: index)
+                if count <= room.count {
+                    return HeadFields(bytes: head, lines: UnsafeBufferPointer(rebasing: room[..<count]))
+                }
+                return spilled.withUnsafeBufferPointer { HeadFields(bytes: head, lines: $0) }
             case ASCII.lf:
                 throw bareLF()
             case ASCII.sp, ASCII.htab:
@@ -255,17 +313,26 @@ struct HeadReader {
             default:
                 break
             }
-            guard fields.count < maxFieldLines else {
+            guard count < maxFieldLines else {
                 throw .invalid(.requestTooLarge("more than \(maxFieldLines) header fields"))
             }
-            let (name, value) = try readFieldLine()
+            let (name, value, ascii) = try readFieldLine()
             try facts.note(name: name, value: value, in: bytes)
-            fields.append((name: bytes.string(name), value: try bytes.text(value, what: "header value")))
+            if !ascii { try bytes.checkText(value, what: "header value") }
+            let line = HeadFields.Line(name: name, value: value)
+            if count < room.count {
+                (room.baseAddress! + count).initialize(to: line)
+            } else {
+                if spilled.isEmpty { spilled.append(contentsOf: room) }
+                spilled.append(line)
+            }
+            count += 1
         }
     }
 
-    /// `token ":" OWS value OWS CRLF` with no whitespace before the colon.
-    private mutating func readFieldLine() throws(HeadStop) -> (name: Range<Int>, value: Range<Int>) {
+    /// `token ":" OWS value OWS CRLF` with no whitespace before the colon. `ascii`: the value
+    /// has no byte 0x80 or above.
+    private mutating func readFieldLine() throws(HeadStop) -> (name: Range<Int>, value: Range<Int>, ascii: Bool) {
         let nameStart = index
         index = endOfToken(from: index)
         let name = nameStart..<index
@@ -283,7 +350,8 @@ struct HeadReader {
 
         var valueStart = index
         while valueStart < bytes.count, ASCII.isWhitespace(bytes[valueStart]) { valueStart += 1 }
-        index = endOfFieldValue(from: valueStart)
+        let (valueScanEnd, ascii) = endOfFieldValue(from: valueStart)
+        index = valueScanEnd
         var valueEnd = index
         while valueEnd > valueStart, ASCII.isWhitespace(bytes[valueEnd - 1]) { valueEnd -= 1 }
         switch try peek() {
@@ -291,7 +359,7 @@ struct HeadReader {
         case ASCII.lf: throw bareLF()
         case let b: throw .malformed("control byte \(ASCII.hex(b)) in header value at byte \(index)")
         }
-        return (name, valueStart..<valueEnd)
+        return (name, valueStart..<valueEnd, ascii)
     }
 
     /// `HTTP/1.0` or `HTTP/1.1`: one compare when all eight bytes are there, else byte by
@@ -343,12 +411,22 @@ struct HeadReader {
     }
 
     /// The first index at or after `start` that holds a control byte other than HTAB (CR
-    /// ends a well-formed value); eight bytes at a time while none does.
-    private func endOfFieldValue(from start: Int) -> Int {
+    /// ends a well-formed value); eight bytes at a time while none does. `ascii`: no byte
+    /// before it is 0x80 or above (worked out on the way: no second pass for `checkText`).
+    private func endOfFieldValue(from start: Int) -> (end: Int, ascii: Bool) {
         var i = start
-        while i + 8 <= bytes.count, !SWAR.hasControl(bytes.word(at: i)) { i += 8 }
-        while i < bytes.count, ASCII.isFieldValueByte(bytes[i]) { i += 1 }
-        return i
+        var high: UInt64 = 0
+        while i + 8 <= bytes.count {
+            let word = bytes.word(at: i)
+            if SWAR.hasControl(word) { break }
+            high |= word
+            i += 8
+        }
+        while i < bytes.count, ASCII.isFieldValueByte(bytes[i]) {
+            high |= UInt64(bytes[i])
+            i += 1
+        }
+        return (i, high & 0x8080_8080_8080_8080 == 0)
     }
 
     /// At a CR: requires the LF after it.
@@ -422,7 +500,7 @@ struct FieldFacts {
     }
 
     /// RFC 9112 §6.1 and §6.3, refusing every combination a second parser could read differently.
-    func requestHead(line: RequestLine, headers: HTTPHeaders, in bytes: HeadBytes) throws(HeadStop) -> RequestHead {
+    func requestHead(line: RequestLine, fields: HeadFields, in bytes: HeadBytes) throws(HeadStop) -> RequestHead {
         let minor = line.minorVersion
         if hostLines > 1 { throw .malformed("more than one Host header") }
         if hostLines == 0 && minor == 1 { throw .malformed("HTTP/1.1 request without a Host header") }
@@ -442,10 +520,10 @@ struct FieldFacts {
         }
 
         return RequestHead(
-            method: bytes.string(line.method),
-            target: bytes.string(line.target),
+            method: bytes.method(line.method),
+            target: line.target,
             minorVersion: minor,
-            headers: headers,
+            fields: fields,
             framing: framing,
             keepAlive: minor == 1 ? !connectionClose : connectionKeepAlive && !connectionClose,
             expectsContinue: minor == 1 && expectsContinue
@@ -454,7 +532,7 @@ struct FieldFacts {
 
     /// RFC 9112 §6.3 from the receiving client's side: Transfer-Encoding overrides
     /// Content-Length (but the connection is not reused), and no length means until close.
-    func responseHead(line: StatusLine, headers: HTTPHeaders, in bytes: HeadBytes) throws(HeadStop) -> ResponseHead {
+    func responseHead(line: StatusLine, fields: HeadFields, in bytes: HeadBytes) throws(HeadStop) -> ResponseHead {
         let minor = line.minorVersion
         var keepAlive = minor == 1 ? !connectionClose : connectionKeepAlive && !connectionClose
 
@@ -475,7 +553,7 @@ struct FieldFacts {
             minorVersion: minor,
             status: line.status,
             reason: try bytes.text(line.reason, what: "reason phrase"),
-            headers: headers,
+            fields: fields,
             keepAlive: keepAlive,
             declaredFraming: declared
         )

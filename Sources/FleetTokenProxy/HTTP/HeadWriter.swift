@@ -21,6 +21,19 @@ struct HeadWriter {
         }
     }
 
+    /// Writes into temporary memory (on the stack when it is small enough) and hands the
+    /// written bytes to `use`: a head that is sent or copied at once needs no array of its own
+    /// (an allocation and a free a head).
+    static func withBytes<R>(
+        capacity: Int, _ body: (inout HeadWriter) -> Void, use: (UnsafeRawBufferPointer) -> R
+    ) -> R {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: max(1, capacity)) { buffer in
+            var writer = HeadWriter(buffer)
+            body(&writer)
+            return use(UnsafeRawBufferPointer(start: buffer.baseAddress, count: writer.count))
+        }
+    }
+
     /// What `decimal` writes at most.
     static let maxDecimalLength = 20
 
@@ -30,9 +43,19 @@ struct HeadWriter {
         if copied == nil { for b in text.utf8 { byte(b) } }
     }
 
+    /// A literal: copied straight from the binary's bytes (a `String` goes through its storage
+    /// checks first, about 40 instructions a piece).
+    @inline(__always)
+    mutating func write(literal text: StaticString) {
+        copy(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
     mutating func write(_ bytes: [UInt8]) {
         bytes.withUnsafeBufferPointer { copy($0) }
     }
+
+    @inline(__always)
+    mutating func write(_ bytes: UnsafeBufferPointer<UInt8>) { copy(bytes) }
 
     mutating func byte(_ b: UInt8) {
         precondition(count < capacity, "message head longer than its measured bound")

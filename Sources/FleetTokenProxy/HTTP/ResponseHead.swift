@@ -6,8 +6,14 @@ public struct ResponseHead: Sendable {
     public var status: Int
     /// The reason phrase, possibly empty; it carries no meaning (RFC 9112 §4).
     public var reason: String
-    /// Every field line in arrival order, values without leading or trailing whitespace.
-    public var headers: HTTPHeaders
+    /// Every field line in arrival order, values without leading or trailing whitespace, as
+    /// bytes: what the proxy path reads.
+    public var fields: HeadFields
+    /// `fields` as strings, for code off the proxy path.
+    public var headers: HTTPHeaders {
+        get { fields.headers }
+        set { fields = HeadFields(newValue) }
+    }
     /// Whether the connection may carry another request after this response: HTTP/1.1 unless
     /// `Connection: close`, HTTP/1.0 only with `Connection: keep-alive`; and never when both
     /// Transfer-Encoding and Content-Length were sent, or when a status that has a body came
@@ -19,12 +25,12 @@ public struct ResponseHead: Sendable {
     /// parser from the fields as received; later edits to `headers` do not change it.
     let declaredFraming: BodyFraming
 
-    init(minorVersion: Int, status: Int, reason: String, headers: HTTPHeaders, keepAlive: Bool,
+    init(minorVersion: Int, status: Int, reason: String, fields: HeadFields, keepAlive: Bool,
          declaredFraming: BodyFraming) {
         self.minorVersion = minorVersion
         self.status = status
         self.reason = reason
-        self.headers = headers
+        self.fields = fields
         self.keepAlive = keepAlive
         self.declaredFraming = declaredFraming
     }

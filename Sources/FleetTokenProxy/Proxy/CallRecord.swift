@@ -29,12 +29,18 @@ struct CallRecord {
         target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first?.prefix(128) ?? ""
     }
 
+    /// Whether `finish` writes a line (access log, or the debug call line): most sidecars log
+    /// no calls, and then a caller need not make the target a String.
+    static func writesLine(core: ProxyCore, logger: Logger) -> Bool {
+        core.accessLogger != nil || logger.logLevel <= .debug
+    }
+
     /// Writes the access-log line, the metrics and (at debug) the call line. Call once.
     func finish(core: ProxyCore, logger: Logger, extra: Logger.Metadata = [:]) {
         let seconds = core.clock.monotonicNow - started
         core.metrics.callFinished(protocol: protocolName, code: status, seconds: seconds)
-        // Formatted only when a line is written: most sidecars log no calls.
-        guard core.accessLogger != nil || logger.logLevel <= .debug else { return }
+        // Formatted only when a line is written.
+        guard Self.writesLine(core: core, logger: logger) else { return }
         let ms = "\(Int(seconds * 1000))"
         core.accessLogger?.info("call", metadata: [
             "method": "\(method)", "route": "\(route)", "entity_type": "\(entityType ?? "-")",

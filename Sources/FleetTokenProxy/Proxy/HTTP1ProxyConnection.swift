@@ -24,25 +24,30 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         let serial: Int
         let head: RequestHead
         let key: EntityKey
-        var record: CallRecord
-        var body: RequestBody
+        // `@exclusivity(unchecked)` here and on `exchange` and `call`: see `exchange`.
+        @exclusivity(unchecked) var record: CallRecord
+        @exclusivity(unchecked) var body: RequestBody
         /// The whole request body, once the sidecar holds it (small bodies, chunked bodies):
         /// forwarded with a Content-Length, and kept for one resend.
-        var held: [UInt8]?
-        var token: String?
-        var upstream: HTTP1ClientConnection?
-        var ticket: PoolTicket?
+        @exclusivity(unchecked) var held: [UInt8]?
+        @exclusivity(unchecked) var token: String?
+        @exclusivity(unchecked) var upstream: HTTP1ClientConnection?
+        @exclusivity(unchecked) var ticket: PoolTicket?
         /// Bytes reserved from the process-wide buffer budget for this call.
         var reserved = 0
         /// A chunked answer to an HTTP/1.0 client is decoded.
         var dechunker: ChunkedBodyScanner?
         var continueSent = false
 
-        init(serial: Int, head: RequestHead, key: EntityKey, record: CallRecord, body: RequestBody) {
+        /// The record is built here, where it stays, rather than copied in.
+        init(serial: Int, head: RequestHead, key: EntityKey, started: Double, body: RequestBody) {
             self.serial = serial
             self.head = head
             self.key = key
-            self.record = record
+            record = CallRecord(protocolName: "http1", started: started)
+            record.method = head.method
+            // The target becomes a String only when a line is written (see `finishCall`).
+            record.entityType = key.type.rawValue
             self.body = body
         }
     }
@@ -50,8 +55,12 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     private var transport: Transport!
     private let core: ProxyCore
     private unowned let server: ProxyServer
-    private var exchange: HTTP1Exchange
-    private var call: CallData?
+    /// Unchecked exclusivity: only this class's methods touch it, on the loop's one thread, and
+    /// no access to it is nested in another (`HTTP1Exchange` is a pure state machine that calls
+    /// out to nothing), so the runtime check every access paid (about 80 instructions, some 20
+    /// accesses a call) could never fire. The compiler's static checks still apply.
+    @exclusivity(unchecked) private var exchange: HTTP1Exchange
+    @exclusivity(unchecked) private var call: CallData?
     /// The whole-head deadline's timer: one libevent event for the connection's life, armed
     /// lazily. A call that reads its head in time leaves it armed; when it fires it finds the
     /// deadline moved on (or no head awaited) and re-arms or stays quiet. A timer allocated,
@@ -266,16 +275,18 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     private func start(_ head: RequestHead) {
         servedACall = true
         core.statistics.calls += 1
-        var record = CallRecord(protocolName: "http1", started: core.clock.monotonicNow)
-        record.method = head.method
-        record.target = head.target
+        let started = core.clock.monotonicNow
         let body: RequestBody
         switch head.framing {
         case .contentLength(let n): body = .remaining(n)
         case .chunked: body = .chunked(ChunkedBodyScanner())
         case .none, .untilClose: body = .remaining(0)
         }
+        // A refusal builds its record here; a call builds its own in `CallData.init`.
         func refuseBeforeCall(_ failure: ProxyFailure, bodyKnown: Bool) {
+            var record = CallRecord(protocolName: "http1", started: started)
+            record.method = head.method
+            record.target = head.target
             record.status = failure.httpStatus
             record.refusal = failure.message
             refusedRecord = record
@@ -285,20 +296,19 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
             refuseBeforeCall(.requestTooLarge("request body of \(n) bytes is over the limit of \(core.limits.maxRequestBodyBytes)"), bodyKnown: false)
             return
         }
-        if let failure = RESTRoute.headerRefusal(head.headers) {
+        if let failure = Self.headerRefusal(head.fields) {
             refuseBeforeCall(failure, bodyKnown: true)
             return
         }
         let key: EntityKey
-        switch RESTRoute.classify(method: head.method, target: head.target) {
+        switch head.withTarget({ RESTRoute.classify(method: head.method, target: $0) }) {
         case .failure(let failure):
             refuseBeforeCall(failure, bodyKnown: true)
             return
         case .success(let k): key = k
         }
-        record.entityType = key.type.rawValue
         callSerial += 1
-        let call = CallData(serial: callSerial, head: head, key: key, record: record, body: body)
+        let call = CallData(serial: callSerial, head: head, key: key, started: started, body: body)
         // Request bytes this call may hold before they leave: what the input buffer may queue
         // for it, or its whole body when smaller. Refused when the process-wide budget is spent.
         let hold: Int
@@ -319,6 +329,17 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
             transport.write("HTTP/1.1 100 Continue\r\n\r\n")
         }
         perform(exchange.headParsed(method: head.method, keepAlive: head.keepAlive, chunked: chunked))
+    }
+
+    /// `RESTRoute.headerRefusal` over the field names as the parser left them: no `String`
+    /// per name unless the call is refused.
+    private static func headerRefusal(_ fields: HeadFields) -> ProxyFailure? {
+        var failure: ProxyFailure?
+        fields.forEach { name, _ in
+            failure = RESTRoute.headerRefusal(name: UnsafeRawBufferPointer(name))
+            return failure == nil
+        }
+        return failure
     }
 
     /// Drops a refused request's body when it is already buffered, so the connection can be
@@ -400,7 +421,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     }
 
     /// True while `token(for:)` runs: an answer then came from the cache without waiting.
-    private var lookingUpToken = false
+    @exclusivity(unchecked) private var lookingUpToken = false  // unchecked: see `exchange`
 
     /// Fleet Engine refused the token (revoked, rotated key): drop it from the cache and fetch
     /// another; the call is sent once more. The first answer never reaches the client.
@@ -414,6 +435,11 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
 
     private func acquireUpstream() {
         guard let call else { return }
+        if let upstream = core.upstream.takeIdle() {
+            call.upstream = upstream
+            perform(exchange.upstreamReady())
+            return
+        }
         let serial = call.serial
         call.ticket = core.upstream.acquire { [weak self, pool = core.upstream] result in
             guard let self, let call = self.call, call.serial == serial, exchange.phase == .awaitingUpstream else {
@@ -454,7 +480,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
             exchange.requestHeld()
         }
         if let held = call.held {
-            upstream.send(upstreamHead(call.head, token: token, bodyLength: held.count, body: held))
+            sendHead(call.head, token: token, bodyLength: held.count, body: held, to: upstream)
             perform(exchange.requestSent())
             return
         }
@@ -463,7 +489,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
             call.continueSent = true
             transport.write("HTTP/1.1 100 Continue\r\n\r\n")
         }
-        upstream.send(upstreamHead(call.head, token: token, bodyLength: n))
+        sendHead(call.head, token: token, bodyLength: n, to: upstream)
         pumpRequestBody()
     }
 
@@ -484,31 +510,34 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         }
     }
 
-    /// The request head as it goes upstream, written by the sidecar: the request line, its own
-    /// Host, the end-to-end fields (no hop-by-hop, framing, Host or Authorization field of the
-    /// client's is copied), the body's framing from its own parse, and the entity's token.
-    private func upstreamHead(_ head: RequestHead, token: String, bodyLength: Int, body: [UInt8] = []) -> [UInt8] {
+    /// Sends the request head as it goes upstream, written by the sidecar: the request line, its
+    /// own Host, the end-to-end fields (no hop-by-hop, framing, Host or Authorization field of
+    /// the client's is copied), the body's framing from its own parse, and the entity's token;
+    /// then `body`, in the same write.
+    private func sendHead(
+        _ head: RequestHead, token: String, bodyLength: Int, body: [UInt8] = [], to upstream: HTTP1ClientConnection
+    ) {
         let host = core.upstreamOrigin.hostHeader
-        let bound = head.method.utf8.count + head.target.utf8.count + host.utf8.count + token.utf8.count
-            + HopByHop.fieldLinesBound(head.headers) + body.count + 96 + HeadWriter.maxDecimalLength
-        return HeadWriter.bytes(capacity: bound) { out in
+        let bound = head.method.utf8.count + head.targetLength + host.utf8.count + token.utf8.count
+            + head.fields.writtenBound + body.count + 96 + HeadWriter.maxDecimalLength
+        HeadWriter.withBytes(capacity: bound, { out in
             out.write(head.method)
             out.byte(0x20)
-            out.write(head.target)
-            out.write(" HTTP/1.1\r\nHost: ")
+            head.withTarget { out.write($0) }
+            out.write(literal: " HTTP/1.1\r\nHost: ")
             out.write(host)
-            out.write("\r\n")
-            HopByHop.writeEndToEndFields(of: head.headers, dropping: HopByHop.dropFromRequest, to: &out)
+            out.write(literal: "\r\n")
+            HopByHop.writeEndToEndFields(of: head.fields, dropping: HopByHop.dropFromRequest, to: &out)
             if head.framing != .none || bodyLength > 0 {
-                out.write("Content-Length: ")
+                out.write(literal: "Content-Length: ")
                 out.decimal(bodyLength)
-                out.write("\r\n")
+                out.write(literal: "\r\n")
             }
-            out.write("Authorization: Bearer ")
+            out.write(literal: "Authorization: Bearer ")
             out.write(token)
-            out.write("\r\n\r\n")
+            out.write(literal: "\r\n\r\n")
             out.write(body)
-        }
+        }, use: { upstream.send($0) })
     }
 
     // MARK: ResponseSink
@@ -530,20 +559,20 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         if closeAfter { exchange.closeAfterAnswer() }
         core.statistics.upstreamStatus[head.status, default: 0] += 1
 
-        let bound = head.reason.utf8.count + HopByHop.fieldLinesBound(head.headers) + 128 + HeadWriter.maxDecimalLength
-        let bytes = HeadWriter.bytes(capacity: bound) { out in
-            out.write(clientIsHTTP10 ? "HTTP/1.0 " : "HTTP/1.1 ")
+        let bound = head.reason.utf8.count + head.fields.writtenBound + 128 + HeadWriter.maxDecimalLength
+        HeadWriter.withBytes(capacity: bound, { out in
+            out.write(literal: clientIsHTTP10 ? "HTTP/1.0 " : "HTTP/1.1 ")
             appendStatus(head.status, to: &out)
             out.byte(0x20)
             out.write(head.reason)
-            out.write("\r\n")
-            HopByHop.writeEndToEndFields(of: head.headers, dropping: HopByHop.dropFromResponse, to: &out)
+            out.write(literal: "\r\n")
+            HopByHop.writeEndToEndFields(of: head.fields, dropping: HopByHop.dropFromResponse, to: &out)
             // The framing the sidecar relays, written by it: exactly one of them, or none.
             switch framing {
             case .contentLength(let n):
                 writeContentLength(n, to: &out)
             case .chunked:
-                if !clientIsHTTP10 { out.write("Transfer-Encoding: chunked\r\n") }
+                if !clientIsHTTP10 { out.write(literal: "Transfer-Encoding: chunked\r\n") }
             case .none:
                 // No body follows, but a HEAD or 304 answer's length describes the resource.
                 if case .contentLength(let n) = head.declaredFraming, head.status >= 200, head.status != 204 {
@@ -553,13 +582,12 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
                 break
             }
             if closeAfter {
-                out.write("Connection: close\r\n")
+                out.write(literal: "Connection: close\r\n")
             } else if clientIsHTTP10 {
-                out.write("Connection: keep-alive\r\n")
+                out.write(literal: "Connection: keep-alive\r\n")
             }
-            out.write("\r\n")
-        }
-        bytes.withUnsafeBytes { _ = evbuffer_add(corked, $0.baseAddress, $0.count) }
+            out.write(literal: "\r\n")
+        }, use: { _ = evbuffer_add(corked, $0.baseAddress, $0.count) })
     }
 
     /// Writes the corked head (and what was added behind it) to the client.
@@ -622,7 +650,12 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
 
     private func finishCall(keepAlive: Bool) {
         if let call {
-            call.record.finish(core: core, logger: logger)
+            // The record leaves the ending call to be written: moved out (a placeholder of
+            // literals takes its place), not copied.
+            var record = CallRecord(protocolName: "http1", started: 0)
+            swap(&record, &call.record)
+            if CallRecord.writesLine(core: core, logger: logger) { record.target = call.head.target }
+            record.finish(core: core, logger: logger)
             endCall(discardUpstream: nil)
         }
         keepAlive ? readNextRequest() : finishAndClose()
@@ -634,6 +667,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         core.statistics.refusedByStatus[failure.httpStatus, default: 0] += 1
         var record = call?.record ?? refusedRecord ?? CallRecord(protocolName: "http1", started: core.clock.monotonicNow)
         refusedRecord = nil
+        if let call, CallRecord.writesLine(core: core, logger: logger) { record.target = call.head.target }
         record.status = failure.httpStatus
         record.refusal = failure.message
         record.finish(core: core, logger: logger)
@@ -655,9 +689,9 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     }
 
     private func writeContentLength(_ n: Int, to out: inout HeadWriter) {
-        out.write("Content-Length: ")
+        out.write(literal: "Content-Length: ")
         out.decimal(n)
-        out.write("\r\n")
+        out.write(literal: "\r\n")
     }
 
     /// Three ASCII digits (statuses are 100–999).

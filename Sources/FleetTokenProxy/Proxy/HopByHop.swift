@@ -6,30 +6,30 @@
 /// no field, and no `Connection` list naming them, can remove or duplicate them (SPEC §7).
 enum HopByHop {
     /// True for fields dropped from a request before it goes upstream.
-    static func dropFromRequest(_ name: String) -> Bool {
-        switch name.utf8.count {
-        case 2: return name.asciiCaseInsensitiveEquals("te")
-        case 4: return name.asciiCaseInsensitiveEquals("host")
-        case 6: return name.asciiCaseInsensitiveEquals("expect")
-        case 7: return name.asciiCaseInsensitiveEquals("upgrade") || name.asciiCaseInsensitiveEquals("trailer")
-        case 10: return name.asciiCaseInsensitiveEquals("connection") || name.asciiCaseInsensitiveEquals("keep-alive")
-        case 13: return name.asciiCaseInsensitiveEquals("authorization")
-        case 14: return name.asciiCaseInsensitiveEquals("content-length")
-        case 16: return name.asciiCaseInsensitiveEquals("proxy-connection")
-        case 17: return name.asciiCaseInsensitiveEquals("transfer-encoding")
-        case 19: return name.asciiCaseInsensitiveEquals("proxy-authorization")
+    static func dropFromRequest(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        switch name.count {
+        case 2: return asciiEqualsLowercased(name, "te")
+        case 4: return asciiEqualsLowercased(name, "host")
+        case 6: return asciiEqualsLowercased(name, "expect")
+        case 7: return asciiEqualsLowercased(name, "upgrade") || asciiEqualsLowercased(name, "trailer")
+        case 10: return asciiEqualsLowercased(name, "connection") || asciiEqualsLowercased(name, "keep-alive")
+        case 13: return asciiEqualsLowercased(name, "authorization")
+        case 14: return asciiEqualsLowercased(name, "content-length")
+        case 16: return asciiEqualsLowercased(name, "proxy-connection")
+        case 17: return asciiEqualsLowercased(name, "transfer-encoding")
+        case 19: return asciiEqualsLowercased(name, "proxy-authorization")
         default: return false
         }
     }
 
     /// True for fields dropped from a response before it goes to the client.
-    static func dropFromResponse(_ name: String) -> Bool {
-        switch name.utf8.count {
-        case 7: return name.asciiCaseInsensitiveEquals("upgrade")
-        case 10: return name.asciiCaseInsensitiveEquals("connection") || name.asciiCaseInsensitiveEquals("keep-alive")
-        case 14: return name.asciiCaseInsensitiveEquals("content-length")
-        case 16: return name.asciiCaseInsensitiveEquals("proxy-connection")
-        case 17: return name.asciiCaseInsensitiveEquals("transfer-encoding")
+    static func dropFromResponse(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        switch name.count {
+        case 7: return asciiEqualsLowercased(name, "upgrade")
+        case 10: return asciiEqualsLowercased(name, "connection") || asciiEqualsLowercased(name, "keep-alive")
+        case 14: return asciiEqualsLowercased(name, "content-length")
+        case 16: return asciiEqualsLowercased(name, "proxy-connection")
+        case 17: return asciiEqualsLowercased(name, "transfer-encoding")
         default: return false
         }
     }
@@ -37,13 +37,13 @@ enum HopByHop {
     /// Fields a `Connection` list may never remove: the ones that frame the message or say
     /// where and as whom it goes. The sidecar writes them itself; a client naming them in
     /// `Connection` must not make them disappear (request smuggling, SPEC §7).
-    static func isProtected(_ name: Substring) -> Bool {
-        switch name.utf8.count {
-        case 4: return name.asciiCaseInsensitiveEquals("host")
-        case 7: return name.asciiCaseInsensitiveEquals("trailer")
-        case 13: return name.asciiCaseInsensitiveEquals("authorization")
-        case 14: return name.asciiCaseInsensitiveEquals("content-length")
-        case 17: return name.asciiCaseInsensitiveEquals("transfer-encoding")
+    static func isProtected(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+        switch name.count {
+        case 4: return asciiEqualsLowercased(name, "host")
+        case 7: return asciiEqualsLowercased(name, "trailer")
+        case 13: return asciiEqualsLowercased(name, "authorization")
+        case 14: return asciiEqualsLowercased(name, "content-length")
+        case 17: return asciiEqualsLowercased(name, "transfer-encoding")
         default: return false
         }
     }
@@ -73,63 +73,73 @@ enum HopByHop {
 
     /// Appends `Name: value\r\n` for every field that is neither dropped by `drop` nor named
     /// in a `Connection` header: the end-to-end part of an HTTP/1.1 head, request or response.
-    static func appendEndToEndFields(of headers: HTTPHeaders, dropping drop: (String) -> Bool, to out: inout [UInt8]) {
-        out += HeadWriter.bytes(capacity: fieldLinesBound(headers)) {
-            writeEndToEndFields(of: headers, dropping: drop, to: &$0)
+    static func appendEndToEndFields(
+        of fields: HeadFields, dropping drop: (UnsafeBufferPointer<UInt8>) -> Bool, to out: inout [UInt8]
+    ) {
+        out += HeadWriter.bytes(capacity: fields.writtenBound) {
+            writeEndToEndFields(of: fields, dropping: drop, to: &$0)
         }
     }
 
-    /// `appendEndToEndFields` into a head being written.
-    static func writeEndToEndFields(of headers: HTTPHeaders, dropping drop: (String) -> Bool, to out: inout HeadWriter) {
-        let listed = connectionTokens(headers)
-        for field in headers.fields where !drop(field.name) {
-            if !listed.isEmpty && listed.contains(where: { $0.asciiCaseInsensitiveEquals(field.name) }) { continue }
-            out.write(field.name)
-            out.write(": ")
-            out.write(field.value)
-            out.write("\r\n")
+    /// `appendEndToEndFields` into a head being written (at most `fields.writtenBound` bytes).
+    static func writeEndToEndFields(
+        of fields: HeadFields, dropping drop: (UnsafeBufferPointer<UInt8>) -> Bool, to out: inout HeadWriter
+    ) {
+        fields.withView { view in
+            let listed = connectionTokens(in: view)
+            for i in 0..<view.count {
+                let name = view.name(i)
+                if drop(name) { continue }
+                if !listed.isEmpty && listed.contains(where: { token in
+                    token.count == name.count && asciiFoldedEqual(view.slice(token), name)
+                }) { continue }
+                out.write(name)
+                out.byte(UInt8(ascii: ":"))
+                out.byte(UInt8(ascii: " "))
+                out.write(view.value(i))
+                out.byte(ASCII.cr)
+                out.byte(ASCII.lf)
+            }
         }
     }
 
-    /// The bytes every field of `headers` takes as `Name: value\r\n`: a bound on what
-    /// `writeEndToEndFields` writes.
-    static func fieldLinesBound(_ headers: HTTPHeaders) -> Int {
-        var total = 0
-        for field in headers.fields { total += field.name.utf8.count + field.value.utf8.count + 4 }
-        return total
+    /// Where the extra field names a `Connection` header lists as hop-by-hop are in
+    /// `fields.storage`, without the protected ones (`isProtected`).
+    static func connectionTokens(_ fields: HeadFields) -> [Range<Int>] {
+        fields.withView { connectionTokens(in: $0) }
     }
 
-    /// The extra field names a `Connection` header lists as hop-by-hop, without the protected
-    /// ones (`isProtected`).
-    static func connectionTokens(_ headers: HTTPHeaders) -> [Substring] {
+    private static func connectionTokens(in view: HeadFields.View) -> [Range<Int>] {
+        let bytes = view.bytes
         // The usual heads have no Connection field, or one whose value names no other field:
-        // those are answered without building the list of values.
+        // those are answered without building the list.
         var count = 0
-        var only = ""
-        for field in headers.fields where field.name.asciiCaseInsensitiveEquals("connection") {
+        var only = 0..<0
+        for i in 0..<view.count where asciiEqualsLowercased(view.name(i), "connection") {
             count += 1
-            only = field.value
+            only = view[i].value
         }
         if count == 0 { return [] }
-        if count == 1, only.asciiCaseInsensitiveEquals("keep-alive") || only.asciiCaseInsensitiveEquals("close") {
-            return []
+        if count == 1 {
+            let value = view.slice(only)
+            if asciiEqualsLowercased(value, "keep-alive") || asciiEqualsLowercased(value, "close") { return [] }
         }
-        var tokens: [Substring] = []
-        for value in headers.values("connection") {
-            for part in value.split(separator: ",") {
-                let t = part.trimmingSpaces
-                if !t.isEmpty && !isProtected(t) { tokens.append(t) }
+        var tokens: [Range<Int>] = []
+        for i in 0..<view.count where asciiEqualsLowercased(view.name(i), "connection") {
+            let line = view[i]
+            var start = line.value.lowerBound
+            while start < line.value.upperBound {
+                var end = start
+                while end < line.value.upperBound, bytes[end] != ASCII.comma { end += 1 }
+                var lower = start, upper = end
+                while lower < upper, ASCII.isWhitespace(bytes[lower]) { lower += 1 }
+                while upper > lower, ASCII.isWhitespace(bytes[upper - 1]) { upper -= 1 }
+                if lower < upper && !isProtected(view.slice(lower..<upper)) {
+                    tokens.append(lower..<upper)
+                }
+                start = end + 1
             }
         }
         return tokens
-    }
-}
-
-extension Substring {
-    var trimmingSpaces: Substring {
-        var s = self
-        while let f = s.first, f == " " || f == "\t" { s.removeFirst() }
-        while let l = s.last, l == " " || l == "\t" { s.removeLast() }
-        return s
     }
 }
