@@ -23,19 +23,16 @@ final class ConnectionPool {
     private let maxConnections: Int
     private let limits: ClientLimits
     private let logger: Logger
-    /// Most recently used last: reuse the warmest connection. Unchecked exclusivity (here and
-    /// on `busy`): only the pool's methods touch them, on the loop's one thread, never from
-    /// inside another access to them; the runtime check cost about 80 instructions an access.
-    @exclusivity(unchecked) private var idle: [HTTP1ClientConnection] = []
+    /// Most recently used last: reuse the warmest connection.
+    private var idle: [HTTP1ClientConnection] = []
     /// Connections being dialed, with the borrower each one is for.
     private var dialing: [ObjectIdentifier: (connection: HTTP1ClientConnection, ticket: PoolTicket)] = [:]
     /// Lent to borrowers.
-    @exclusivity(unchecked) private var busy = Lent()
+    private var busy = Lent()
     /// Tickets waiting for a connection; cancelled ones stay until they reach the front.
-    /// Unchecked exclusivity (here and on `waiting`), as for `idle`.
-    @exclusivity(unchecked) private var waiters = FIFO<PoolTicket>()
+    private var waiters = FIFO<PoolTicket>()
     /// Tickets in `waiters` not cancelled yet.
-    @exclusivity(unchecked) private(set) var waiting = 0
+    private(set) var waiting = 0
     /// Cancelled tickets still in `waiters`; swept out when they outnumber the live ones, so a
     /// flood of callers that give up cannot grow the queue.
     private var cancelledInQueue = 0

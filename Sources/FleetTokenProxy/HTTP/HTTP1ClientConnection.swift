@@ -20,9 +20,7 @@ final class HTTP1ClientConnection: TransportDelegate {
     }
 
     private var transport: Transport!
-    /// Unchecked exclusivity: only this class's methods touch it, on the loop's one thread, never
-    /// from inside another access to it; the runtime check cost about 80 instructions an access.
-    @exclusivity(unchecked) private var state: State = .connecting
+    private var state: State = .connecting
     /// Unowned: the pool outlives every connection it dials (it closes them in its own close()).
     private unowned let pool: ConnectionPool
     private weak var sink: ResponseSink?
@@ -34,9 +32,8 @@ final class HTTP1ClientConnection: TransportDelegate {
     /// reused connection is the keep-alive race, and the request may be sent again.
     private(set) var reused = false
     /// Its place in the pool's list of lent connections (`ConnectionPool.Lent`); -1 when not
-    /// lent. Only the pool reads and sets it, on the loop's thread, never inside another access
-    /// to it: no runtime exclusivity check (about 80 instructions an access).
-    @exclusivity(unchecked) var lentSlot = -1
+    /// lent. Only the pool reads and sets it.
+    var lentSlot = -1
     let id: Int
 
     init(bev: OpaquePointer, pool: ConnectionPool, limits: ClientLimits, id: Int, isTLS: Bool) {

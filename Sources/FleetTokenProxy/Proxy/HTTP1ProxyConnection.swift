@@ -24,15 +24,14 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         let serial: Int
         let head: RequestHead
         let key: EntityKey
-        // `@exclusivity(unchecked)` here and on `exchange` and `call`: see `exchange`.
-        @exclusivity(unchecked) var record: CallRecord
-        @exclusivity(unchecked) var body: RequestBody
+        var record: CallRecord
+        var body: RequestBody
         /// The whole request body, once the sidecar holds it (small bodies, chunked bodies):
         /// forwarded with a Content-Length, and kept for one resend.
-        @exclusivity(unchecked) var held: [UInt8]?
-        @exclusivity(unchecked) var token: String?
-        @exclusivity(unchecked) var upstream: HTTP1ClientConnection?
-        @exclusivity(unchecked) var ticket: PoolTicket?
+        var held: [UInt8]?
+        var token: String?
+        var upstream: HTTP1ClientConnection?
+        var ticket: PoolTicket?
         /// Bytes reserved from the process-wide buffer budget for this call.
         var reserved = 0
         /// A chunked answer to an HTTP/1.0 client is decoded.
@@ -55,12 +54,8 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     private var transport: Transport!
     private let core: ProxyCore
     private unowned let server: ProxyServer
-    /// Unchecked exclusivity: only this class's methods touch it, on the loop's one thread, and
-    /// no access to it is nested in another (`HTTP1Exchange` is a pure state machine that calls
-    /// out to nothing), so the runtime check every access paid (about 80 instructions, some 20
-    /// accesses a call) could never fire. The compiler's static checks still apply.
-    @exclusivity(unchecked) private var exchange: HTTP1Exchange
-    @exclusivity(unchecked) private var call: CallData?
+    private var exchange: HTTP1Exchange
+    private var call: CallData?
     /// The whole-head deadline's timer: one libevent event for the connection's life, armed
     /// lazily. A call that reads its head in time leaves it armed; when it fires it finds the
     /// deadline moved on (or no head awaited) and re-arms or stays quiet. A timer allocated,
@@ -421,7 +416,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     }
 
     /// True while `token(for:)` runs: an answer then came from the cache without waiting.
-    @exclusivity(unchecked) private var lookingUpToken = false  // unchecked: see `exchange`
+    private var lookingUpToken = false
 
     /// Fleet Engine refused the token (revoked, rotated key): drop it from the cache and fetch
     /// another; the call is sent once more. The first answer never reaches the client.
