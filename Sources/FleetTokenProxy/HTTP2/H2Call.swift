@@ -43,8 +43,14 @@ final class H2Call {
     var key: EntityKey?
     var token: String?
     var record: CallRecord
-    /// The one timer of the call (head timeout, then `grpc-timeout` until forwarded).
+    /// The one timer of the call (head timeout, then `grpc-timeout` until forwarded, then the
+    /// relayed answer's `ioTimeout`), made only when a deadline is still wanted at the end of
+    /// the callbacks that asked for it (`timerDue`): most calls finish first and never make one.
     var timer: LoopWakeup?
+    /// When the call's machine wants its timer to fire (monotonic seconds), nil for never.
+    var timerDue: Double?
+    /// The call waits in its connection's list of timers to arm.
+    var timerListed = false
 
     // Upstream side.
     weak var upstream: UpstreamH2Connection?

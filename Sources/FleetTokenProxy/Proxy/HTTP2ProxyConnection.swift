@@ -33,6 +33,9 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     private var outgoingHead = H2HeaderList()
     /// Request bytes held by this connection's calls (`limits.maxConnectionBufferedBytes`).
     private var bufferedBytes = 0
+    /// Calls whose machine asked for a timer since the last flush. The timer is armed at the
+    /// flush, if still wanted: a call routed or answered in the same callbacks never makes one.
+    private var timersToArm: [H2Call] = []
     let id: Int
 
     /// Takes over `transport` from the HTTP/1.1 connection that saw the HTTP/2 preface. Reads
@@ -64,6 +67,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         _ = lifecycle.sessionEnded()
         let open = Array(calls.values)
         calls.removeAll()
+        timersToArm.removeAll()
         for call in open { apply(call.state.handle(.streamClosed), to: call) }
         logger.trace("connection closed", metadata: ["reason": "\(reason)"])
         flushWakeup.cancel()
@@ -123,6 +127,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     func flush() {
         guard !closed else { return }
         session.flush()
+        armTimers()
         guard transport.outputLength == 0 else { return }
         if !session.isAlive {
             close(reason: "session ended")
@@ -284,6 +289,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
             case .armTimer(let at):
                 armTimer(call, at: at)
             case .cancelTimer:
+                call.timerDue = nil
                 call.timer?.disarm()
             case .releaseBuffers:
                 releaseRequestBytes(call)
@@ -296,19 +302,40 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         }
     }
 
-    /// One event per call, re-armed as the call moves from deadline to deadline.
+    /// Notes the call's deadline; the timer itself is armed at the next flush (`armTimers`),
+    /// which `flushSoon` makes sure comes in this turn of the loop. An earlier time stays
+    /// armed until then: it only ticks the machine, which re-checks its deadlines.
     private func armTimer(_ call: H2Call, at: Double) {
         guard at.isFinite else {
+            call.timerDue = nil
             call.timer?.disarm()
             return
         }
-        if call.timer == nil {
-            call.timer = LoopWakeup(loop: core.loop) { [weak self, weak call] in
-                guard let self, let call else { return }
-                apply(call.state.handle(.tick(now: core.clock.monotonicNow)), to: call)
-            }
+        call.timerDue = at
+        if !call.timerListed {
+            call.timerListed = true
+            timersToArm.append(call)
+            flushSoon()
         }
-        call.timer?.arm(after: max(0, at - core.clock.monotonicNow))
+    }
+
+    /// Arms the timers still wanted: one event per call, made the first time, re-armed as the
+    /// call moves from deadline to deadline.
+    private func armTimers() {
+        guard !timersToArm.isEmpty else { return }
+        let listed = timersToArm
+        timersToArm.removeAll(keepingCapacity: true)
+        for call in listed {
+            call.timerListed = false
+            guard let at = call.timerDue else { continue }
+            if call.timer == nil {
+                call.timer = LoopWakeup(loop: core.loop) { [weak self, weak call] in
+                    guard let self, let call else { return }
+                    apply(call.state.handle(.tick(now: core.clock.monotonicNow)), to: call)
+                }
+            }
+            call.timer?.arm(after: max(0, at - core.clock.monotonicNow))
+        }
     }
 
     // MARK: Request bytes
