@@ -33,6 +33,9 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     private var outgoingHead = H2HeaderList()
     /// Request bytes held by this connection's calls (`limits.maxConnectionBufferedBytes`).
     private var bufferedBytes = 0
+    /// The stream whose token is being asked for, while `cache.token(for:)` runs: an answer
+    /// for it then is a cache hit.
+    private var fetchingStream: Int32 = 0
     /// Calls whose machine asked for a timer since the last flush. The timer is armed at the
     /// flush, if still wanted: a call routed or answered in the same callbacks never makes one.
     private var timersToArm: [H2Call] = []
@@ -482,11 +485,17 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     /// Gets the entity's token; its arrival moves the call on (unless the call ended meanwhile).
     private func fetchToken(_ call: H2Call) {
         guard let key = call.key else { return }
-        // Answered before `token(for:)` returns: a cache hit, and the caller flushes.
-        var returned = false
-        core.cache.token(for: key) { [weak self, weak call] result in
-            guard let self, let call else { return }
-            if call.record.cacheOutcome == nil { call.record.cacheOutcome = returned ? "miss" : "hit" }
+        let stream = call.clientStream
+        let outer = fetchingStream
+        fetchingStream = stream
+        // The answer finds its call by stream id (HTTP/2 never reuses one on a connection, and a
+        // call leaves `calls` when its stream closes): no weak reference to the call, which would
+        // give every call a side table and slow reference counting for the rest of its life.
+        core.cache.token(for: key) { [weak self] result in
+            guard let self, let call = calls[stream] else { return }
+            // Answered before `token(for:)` returns: a cache hit, and the caller flushes.
+            let hit = fetchingStream == stream
+            if call.record.cacheOutcome == nil { call.record.cacheOutcome = hit ? "hit" : "miss" }
             switch result {
             case .failure(let failure):
                 apply(call.state.handle(.tokenFailed(failure)), to: call)
@@ -494,9 +503,9 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
                 call.token = token
                 apply(call.state.handle(.tokenArrived), to: call)
             }
-            if returned { flushSoon() }
+            if !hit { flushSoon() }
         }
-        returned = true
+        fetchingStream = outer
     }
 
     // MARK: Answers from the upstream (called by UpstreamH2Connection)
