@@ -71,7 +71,10 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         let open = Array(calls.values)
         calls.removeAll()
         timersToArm.removeAll()
-        for call in open { apply(call.state.handle(.streamClosed), to: call) }
+        for call in open {
+            apply(call.state.handle(.streamClosed), to: call)
+            call.client = nil
+        }
         logger.trace("connection closed", metadata: ["reason": "\(reason)"])
         flushWakeup.cancel()
         session.close()
@@ -218,6 +221,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     func h2StreamClosed(stream: Int32, errorCode: UInt32) {
         guard let call = calls.removeValue(forKey: stream) else { return }
         apply(call.state.handle(.streamClosed), to: call)
+        call.client = nil
         perform(lifecycle.streamClosed())
     }
 
@@ -332,8 +336,10 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
             call.timerListed = false
             guard let at = call.timerDue else { continue }
             if call.timer == nil {
-                call.timer = LoopWakeup(loop: core.loop) { [weak self, weak call] in
-                    guard let self, let call else { return }
+                // Unowned, not weak (a weak reference would give both a side table): the call's
+                // deinit frees its timer, and every call is disarmed by its streamClosed, which
+                // the connection's close() sends to all, so the timer never fires after either.
+                call.timer = LoopWakeup(loop: core.loop) { [unowned self, unowned call] in
                     apply(call.state.handle(.tick(now: core.clock.monotonicNow)), to: call)
                 }
             }
@@ -489,10 +495,12 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         let outer = fetchingStream
         fetchingStream = stream
         // The answer finds its call by stream id (HTTP/2 never reuses one on a connection, and a
-        // call leaves `calls` when its stream closes): no weak reference to the call, which would
-        // give every call a side table and slow reference counting for the rest of its life.
-        core.cache.token(for: key) { [weak self] result in
-            guard let self, let call = calls[stream] else { return }
+        // call leaves `calls` when its stream closes or the connection closes). No weak
+        // references, which give their object a side table and slow reference counting for the
+        // rest of its life: the cache calls back exactly once, so holding the connection until
+        // then keeps a closed one a little longer at most.
+        core.cache.token(for: key) { [self] result in
+            guard let call = calls[stream] else { return }
             // Answered before `token(for:)` returns: a cache hit, and the caller flushes.
             let hit = fetchingStream == stream
             if call.record.cacheOutcome == nil { call.record.cacheOutcome = hit ? "hit" : "miss" }
