@@ -77,4 +77,17 @@ final class H2HeaderListTests: XCTestCase {
         XCTAssertEqual(seen, [":method=POST", "x-empty="])
         XCTAssertEqual(H2HeaderList().withNV { _, count in count }, 0)
     }
+
+    func testNVArrayReorderedAndFiltered() {
+        var list = H2HeaderList()
+        list.append(name: "server", value: "x")
+        list.append(name: ":status", value: "200")
+        list.append(name: "connection", value: "close")
+        list.append(name: "content-type", value: "application/grpc")
+        let seen: [String] = list.withNV(leading: { H2HeaderList.equal($0, ":status") },
+                                         dropping: { H2HeaderList.equal($0, "connection") }) { nva, count in
+            (0..<count).map { String(decoding: UnsafeBufferPointer(start: nva[$0].name, count: nva[$0].namelen), as: UTF8.self) }
+        }
+        XCTAssertEqual(seen, [":status", "server", "content-type"])
+    }
 }

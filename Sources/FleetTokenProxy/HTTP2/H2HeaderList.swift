@@ -171,11 +171,6 @@ struct H2HeaderList {
         withExtendedLifetime(storage) { Self.equal(valueBytes(at: index), value) }
     }
 
-    /// True when `test` holds for field `index`'s name (as bytes, valid only during the call).
-    func name(at index: Int, matches test: (UnsafeRawBufferPointer) -> Bool) -> Bool {
-        withExtendedLifetime(storage) { test(nameBytes(at: index)) }
-    }
-
     /// Field `index`'s name as a `String` (for checks that take names, off the relay path).
     func name(at index: Int) -> String {
         withExtendedLifetime(storage) { String(decoding: nameBytes(at: index), as: UTF8.self) }
@@ -196,22 +191,42 @@ struct H2HeaderList {
     /// (nghttp2 copies names and values while submitting). The array is on the stack: nothing
     /// is allocated per submit.
     func withNV<R>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
+        withNV(leading: { _ in false }, dropping: { _ in false }, body)
+    }
+
+    /// `withNV` over the fields whose names `leading` picks, then the others whose names
+    /// `dropping` does not, each in their order: a relayed head is submitted straight from
+    /// the list it arrived in, reordered and filtered, not copied into another list first.
+    func withNV<R>(leading: (UnsafeRawBufferPointer) -> Bool, dropping: (UnsafeRawBufferPointer) -> Bool,
+                   _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
         withExtendedLifetime(storage) {
             withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(count, 1)) { nva in
+                var used = 0
+                for i in 0..<count where leading(nameBytes(at: i)) {
+                    (nva.baseAddress! + used).initialize(to: nv(i))
+                    used += 1
+                }
                 for i in 0..<count {
-                    let name = nameBytes(at: i), value = valueBytes(at: i)
-                    // A pointer nghttp2 never reads through when its length is 0.
-                    let none = UnsafeMutablePointer<UInt8>(bitPattern: 1)!
-                    (nva.baseAddress! + i).initialize(to: nghttp2_nv(
-                        name: UnsafeMutablePointer(mutating: name.baseAddress?.assumingMemoryBound(to: UInt8.self)) ?? none,
-                        value: UnsafeMutablePointer(mutating: value.baseAddress?.assumingMemoryBound(to: UInt8.self)) ?? none,
-                        namelen: name.count, valuelen: value.count,
-                        flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+                    let name = nameBytes(at: i)
+                    guard !leading(name) && !dropping(name) else { continue }
+                    (nva.baseAddress! + used).initialize(to: nv(i))
+                    used += 1
                 }
                 // nghttp2_nv is a trivial C struct: nothing to deinitialize.
-                return body(UnsafePointer(nva.baseAddress!), count)
+                return body(UnsafePointer(nva.baseAddress!), used)
             }
         }
+    }
+
+    /// Field `index` as an `nghttp2_nv` pointing into the storage.
+    private func nv(_ index: Int) -> nghttp2_nv {
+        let name = nameBytes(at: index), value = valueBytes(at: index)
+        // A pointer nghttp2 never reads through when its length is 0.
+        let none = UnsafeMutablePointer<UInt8>(bitPattern: 1)!
+        return nghttp2_nv(
+            name: UnsafeMutablePointer(mutating: name.baseAddress?.assumingMemoryBound(to: UInt8.self)) ?? none,
+            value: UnsafeMutablePointer(mutating: value.baseAddress?.assumingMemoryBound(to: UInt8.self)) ?? none,
+            namelen: name.count, valuelen: value.count, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
     }
 
     static func equal(_ bytes: UnsafeRawBufferPointer, _ text: StaticString) -> Bool {

@@ -189,9 +189,13 @@ final class H2Session {
         }
     }
 
-    func submitResponse(stream: Int32, _ headers: H2HeaderList, hasBody: Bool) {
+    /// Submits a response head: the fields of `headers` that `leading` picks, then the others
+    /// that `dropping` does not (by default all, in order).
+    func submitResponse(stream: Int32, _ headers: H2HeaderList, hasBody: Bool,
+                        leading: (UnsafeRawBufferPointer) -> Bool = { _ in false },
+                        dropping: (UnsafeRawBufferPointer) -> Bool = { _ in false }) {
         guard let session else { return }
-        _ = headers.withNV { nva, count in
+        _ = headers.withNV(leading: leading, dropping: dropping) { nva, count in
             if hasBody {
                 var provider = Self.bodyProvider
                 return nghttp2_submit_response(session, stream, nva, count, &provider)

@@ -566,17 +566,14 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
 
     private func relayHead(_ call: H2Call, endStream: Bool) {
         let response = call.responseHeaders
-        outgoingHead.removeAll()
-        // :status first (a pseudo-header precedes every regular field), then the rest in order.
         for i in 0..<response.count where response.name(at: i, is: ":status") {
             call.record.status = Int(response.value(at: i)) ?? 0
-            outgoingHead.append(field: i, of: response)
-        }
-        for i in 0..<response.count where !response.name(at: i, is: ":status") && !response.name(at: i, matches: HopByHop.dropFromH2Response) {
-            outgoingHead.append(field: i, of: response)
         }
         core.statistics.upstreamStatus[call.record.status, default: 0] += 1
-        session.submitResponse(stream: call.clientStream, outgoingHead, hasBody: !endStream)
+        // :status first (a pseudo-header precedes every regular field), then the rest in order,
+        // without the hop-by-hop fields.
+        session.submitResponse(stream: call.clientStream, response, hasBody: !endStream,
+                               leading: { H2HeaderList.equal($0, ":status") }, dropping: HopByHop.dropFromH2Response)
         flushSoon()
     }
 
