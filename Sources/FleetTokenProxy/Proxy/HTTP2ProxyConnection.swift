@@ -235,6 +235,8 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         if evbuffer_get_length(call.responseBody) == 0 && call.state.responseEnded {
             if let trailers = call.responseTrailers {
                 session.submitTrailer(stream: stream, trailers)
+                // Copied by nghttp2; the storage goes back to the upstream session (see relayHead).
+                call.responseTrailers = nil
                 return .bytes(max(n, 0), end: true, trailers: true)
             }
             return .bytes(max(n, 0), end: true, trailers: false)
@@ -574,6 +576,9 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         // without the hop-by-hop fields.
         session.submitResponse(stream: call.clientStream, response, hasBody: !endStream,
                                leading: { H2HeaderList.equal($0, ":status") }, dropping: HopByHop.dropFromH2Response)
+        // nghttp2 has copied the fields. The list shares the upstream session's block storage:
+        // let go of it, so the next head is gathered there again instead of in a new allocation.
+        call.responseHeaders = H2HeaderList()
         flushSoon()
     }
 
