@@ -438,10 +438,11 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     /// buffer is made contiguous once, not on every DATA frame.
     private func routeGRPC(_ call: H2Call, rule: GRPCRouteRule) {
         let length = evbuffer_get_length(call.requestBody)
-        var prefix = [UInt8](repeating: 0, count: min(length, GRPCMessageFrame.headerLength))
-        if !prefix.isEmpty { evbuffer_copyout(call.requestBody, &prefix, prefix.count) }
-        let headerVerdict = prefix.withUnsafeBytes {
-            GRPCMessageFrame.firstMessage(in: $0, maxLength: core.limits.maxFirstMessageBytes)
+        // The length prefix is copied out to the stack (it may straddle two chains).
+        let headerVerdict = withUnsafeTemporaryAllocation(byteCount: GRPCMessageFrame.headerLength, alignment: 1) { prefix in
+            let count = min(length, GRPCMessageFrame.headerLength)
+            if count > 0 { evbuffer_copyout(call.requestBody, prefix.baseAddress, count) }
+            return GRPCMessageFrame.firstMessage(in: UnsafeRawBufferPointer(rebasing: prefix[..<count]), maxLength: core.limits.maxFirstMessageBytes)
         }
         let total: Int
         switch headerVerdict {
