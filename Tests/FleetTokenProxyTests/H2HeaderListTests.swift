@@ -22,6 +22,16 @@ final class H2HeaderListTests: XCTestCase {
         XCTAssertNil(list.first("te"))
     }
 
+    func testBytePrefix() {
+        var text = "application/grpc+proto"
+        text.withUTF8 { value in
+            XCTAssertTrue(H2HeaderList.hasPrefix(UnsafeRawBufferPointer(value), "application/grpc"))
+            XCTAssertTrue(H2HeaderList.hasPrefix(UnsafeRawBufferPointer(value), ""))
+            XCTAssertFalse(H2HeaderList.hasPrefix(UnsafeRawBufferPointer(value), "application/json"))
+            XCTAssertFalse(H2HeaderList.hasPrefix(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(value)[..<11]), "application/grpc"))
+        }
+    }
+
     func testGrowsPastItsFirstCapacity() {
         var list = H2HeaderList()
         let long = String(repeating: "t", count: 3000)

@@ -233,4 +233,10 @@ struct H2HeaderList {
         guard bytes.count == text.utf8CodeUnitCount else { return false }
         return bytes.count == 0 || memcmp(bytes.baseAddress!, text.utf8Start, bytes.count) == 0
     }
+
+    /// True when `bytes` begin with `text` (one memcmp, not a generic sequence walk).
+    static func hasPrefix(_ bytes: UnsafeRawBufferPointer, _ text: StaticString) -> Bool {
+        guard bytes.count >= text.utf8CodeUnitCount else { return false }
+        return text.utf8CodeUnitCount == 0 || memcmp(bytes.baseAddress!, text.utf8Start, text.utf8CodeUnitCount) == 0
+    }
 }

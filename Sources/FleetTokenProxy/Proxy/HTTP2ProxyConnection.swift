@@ -181,7 +181,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
             return // :authority and :scheme are set again for the upstream; no other is forwarded
         }
         if H2HeaderList.equal(name, "content-type") {
-            call.isGRPC = value.starts(with: "application/grpc".utf8)
+            call.isGRPC = H2HeaderList.hasPrefix(value, "application/grpc")
         } else if H2HeaderList.equal(name, "grpc-encoding") {
             call.grpcEncoding = String(decoding: value, as: UTF8.self)
         } else if H2HeaderList.equal(name, "grpc-timeout") {
