@@ -21,7 +21,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     private var session: H2Session!
     private let core: ProxyCore
     private unowned let server: ProxyServer
-    private var calls: [Int32: H2Call] = [:]
+    private var calls = H2StreamTable<H2Call>()
     private var lifecycle = H2ConnectionLifecycle()
     private var logger: Logger
     private var closed = false
@@ -68,7 +68,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         guard !closed else { return }
         closed = true
         _ = lifecycle.sessionEnded()
-        let open = Array(calls.values)
+        let open = calls.values
         calls.removeAll()
         timersToArm.removeAll()
         for call in open {

@@ -16,7 +16,7 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
     private let isTLS: Bool
     /// Calls waiting for the connection to be ready.
     private var pending: [H2Call] = []
-    private var streams: [Int32: H2Call] = [:]
+    private var streams = H2StreamTable<H2Call>()
     /// Runs `flush()` once after the current callbacks: the streams that calls open from one
     /// read of their clients leave in one write.
     private var flushWakeup: LoopWakeup!
@@ -310,7 +310,7 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
     func closeAndFail(reason: String) {
         guard state != .closed else { return }
         state = .closed
-        let open = Array(streams.values) + pending
+        let open = streams.values + pending
         streams.removeAll()
         pending.removeAll()
         flushWakeup.cancel()
