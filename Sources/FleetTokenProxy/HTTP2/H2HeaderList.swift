@@ -31,13 +31,15 @@ struct H2HeaderList {
         init(byteCapacity: Int, fieldCapacity: Int) {
             self.byteCapacity = byteCapacity
             self.fieldCapacity = fieldCapacity
-            bytes = .allocate(capacity: byteCapacity)
-            fields = .allocate(capacity: fieldCapacity)
+            // malloc itself: `allocate(capacity:)` goes through the runtime's aligned allocation
+            // (posix_memalign), about twice malloc's cost, and malloc's alignment suits both.
+            bytes = malloc(byteCapacity)!.bindMemory(to: UInt8.self, capacity: byteCapacity)
+            fields = malloc(fieldCapacity * MemoryLayout<Field>.stride)!.bindMemory(to: Field.self, capacity: fieldCapacity)
         }
 
         deinit {
-            bytes.deallocate()
-            fields.deallocate()
+            free(bytes)
+            free(fields)
         }
     }
 
