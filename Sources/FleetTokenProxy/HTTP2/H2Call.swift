@@ -5,12 +5,15 @@ import CEvent
 /// `state` (`H2CallState`); both connections feed it events and act on what it returns.
 ///
 /// Both connections hold the call while it lives; the bodies are evbuffers so bytes move
-/// between the two sessions without extra copies. Neither side's reference keeps the other
-/// alive: the client connection is `weak` (it may be freed at shutdown while the upstream pool
-/// still queues the call), and the upstream detaches itself in `cancel`.
+/// between the two sessions without extra copies. The call's references to the connections are
+/// strong but dropped where the connections let go of the call: the client connection clears
+/// `client` when the stream leaves its table (closed, or the connection closed), the upstream
+/// clears `upstream` when it cancels, closes or loses the stream. They are not `weak`: a weak
+/// reference gives its object a side table, and every retain and release of a connection
+/// would then take the runtime's slow path, several times per frame.
 final class H2Call {
     let clientStream: Int32
-    weak var client: HTTP2ProxyConnection?
+    var client: HTTP2ProxyConnection?
     var state: H2CallState
 
     // Request, as the client sent it.
@@ -43,14 +46,21 @@ final class H2Call {
     var key: EntityKey?
     var token: String?
     var record: CallRecord
-    /// The one timer of the call (head timeout, then `grpc-timeout` until forwarded).
+    /// The one timer of the call (head timeout, then `grpc-timeout` until forwarded, then the
+    /// relayed answer's `ioTimeout`), made only when a deadline is still wanted at the end of
+    /// the callbacks that asked for it (`timerDue`): most calls finish first and never make one.
     var timer: LoopWakeup?
+    /// When the call's machine wants its timer to fire (monotonic seconds), nil for never.
+    var timerDue: Double?
+    /// The call waits in its connection's list of timers to arm.
+    var timerListed = false
 
     // Upstream side.
-    weak var upstream: UpstreamH2Connection?
+    var upstream: UpstreamH2Connection?
     /// The connection that carried the response: it is owed flow-control credit for response
-    /// bytes as the client takes them, even after its stream has closed.
-    weak var creditTo: UpstreamH2Connection?
+    /// bytes as the client takes them, even after its stream has closed (kept until the call
+    /// goes; a connection the pool discarded has no session and takes no credit).
+    var creditTo: UpstreamH2Connection?
     var upstreamStream: Int32 = -1
     /// Times the call was handed to an upstream connection (a stream refused or a connection
     /// lost before any byte left is tried again, up to three times).

@@ -171,7 +171,10 @@ struct H2CallState: Equatable {
             switch phase {
             case .routing: return [.buffer, .route]
             case .awaitingToken, .retrying: return [.buffer]
-            case .forwarding, .relaying: return [.buffer] + resumeUpstreamIfStalled()
+            case .forwarding, .relaying:
+                // Whole literals, not concatenations: a constant array literal is made once,
+                // statically, and an event on every frame allocates nothing.
+                return resumeUpstreamIfStalled().isEmpty ? [.buffer] : [.buffer, .resumeUpstreamBody]
             case .receivingHead, .answeredLocally, .closed: return [.discard]
             }
 
@@ -234,7 +237,7 @@ struct H2CallState: Equatable {
             }
             phase = .relaying
             if endStream { responseEnded = true }
-            return [.relayHead(endStream: endStream)]
+            return endStream ? [.relayHead(endStream: true)] : [.relayHead(endStream: false)]
 
         case .upstreamEnded:
             guard phase == .relaying, !responseEnded else { return [] }
@@ -278,7 +281,7 @@ struct H2CallState: Equatable {
             streamGone = true
             let wasForwarded = phase == .forwarding || phase == .relaying || phase == .retrying
             phase = .closed
-            return [.cancelTimer] + (wasForwarded ? [.cancelUpstream] : []) + [.releaseBuffers, .finish]
+            return wasForwarded ? [.cancelTimer, .cancelUpstream, .releaseBuffers, .finish] : [.cancelTimer, .releaseBuffers, .finish]
         }
     }
 

@@ -3,10 +3,15 @@ import CNghttp2
 import Glibc
 #endif
 
-/// An HTTP/2 header list kept as bytes: every name and value back to back in one array, with
+/// An HTTP/2 header list kept as bytes: every name and value back to back in one buffer, with
 /// their offsets. Fields arrive from nghttp2 as bytes and most are only relayed, so they are
 /// never turned into `String`s; the `nghttp2_nv` array for a submit points straight into the
 /// storage. Reused across calls with `removeAll()`, it allocates only when it grows.
+///
+/// A value type, copied on write: copies share one `Storage` and the first mutation of a shared
+/// one copies it. The storage is two raw buffers rather than two `Array`s: a head is a dozen
+/// fields appended one by one on every call, several times over (received, forwarded,
+/// relayed), and an array append costs several times the copy of the bytes themselves.
 struct H2HeaderList {
     struct Field {
         var nameStart: Int32
@@ -15,31 +20,95 @@ struct H2HeaderList {
         var valueCount: Int32
     }
 
-    private(set) var bytes: [UInt8] = []
-    private(set) var fields: [Field] = []
+    /// The buffers, immutable once made (their capacities are `let`): growing makes a new one.
+    /// The struct's counts say how much of them is this list's.
+    private final class Storage {
+        let bytes: UnsafeMutablePointer<UInt8>
+        let byteCapacity: Int
+        let fields: UnsafeMutablePointer<Field>
+        let fieldCapacity: Int
 
-    var count: Int { fields.count }
-    var isEmpty: Bool { fields.isEmpty }
+        init(byteCapacity: Int, fieldCapacity: Int) {
+            self.byteCapacity = byteCapacity
+            self.fieldCapacity = fieldCapacity
+            // malloc itself: `allocate(capacity:)` goes through the runtime's aligned allocation
+            // (posix_memalign), about twice malloc's cost, and malloc's alignment suits both.
+            bytes = malloc(byteCapacity)!.bindMemory(to: UInt8.self, capacity: byteCapacity)
+            fields = malloc(fieldCapacity * MemoryLayout<Field>.stride)!.bindMemory(to: Field.self, capacity: fieldCapacity)
+        }
+
+        deinit {
+            free(bytes)
+            free(fields)
+        }
+    }
+
+    private var storage: Storage?
+    /// Bytes and fields in use (the storage may be shared with copies that use more or fewer).
+    private var byteCount = 0
+    private(set) var count = 0
+
+    /// A head is a few hundred bytes in a dozen fields: one allocation of each, not a growth
+    /// series per call.
+    private static let initialBytes = 512
+    private static let initialFields = 16
+
+    var isEmpty: Bool { count == 0 }
 
     mutating func removeAll() {
-        bytes.removeAll(keepingCapacity: true)
-        fields.removeAll(keepingCapacity: true)
+        byteCount = 0
+        count = 0
+    }
+
+    /// Makes the storage this list's own, with room for `bytes` more bytes and one more field.
+    @inline(__always)
+    private mutating func reserve(bytes more: Int) {
+        // Uniqueness first: a local binding of the storage would be a second reference.
+        if isKnownUniquelyReferenced(&storage), byteCount + more <= storage.unsafelyUnwrapped.byteCapacity,
+           count < storage.unsafelyUnwrapped.fieldCapacity {
+            return
+        }
+        grow(bytes: more)
+    }
+
+    @inline(never)
+    private mutating func grow(bytes more: Int) {
+        var byteCapacity = max(storage?.byteCapacity ?? 0, Self.initialBytes)
+        while byteCapacity < byteCount + more { byteCapacity *= 2 }
+        var fieldCapacity = max(storage?.fieldCapacity ?? 0, Self.initialFields)
+        if count >= fieldCapacity { fieldCapacity *= 2 }
+        let grown = Storage(byteCapacity: byteCapacity, fieldCapacity: fieldCapacity)
+        if let storage {
+            grown.bytes.update(from: storage.bytes, count: byteCount)
+            grown.fields.update(from: storage.fields, count: count)
+        }
+        storage = grown
+    }
+
+    /// Appends one field: `name`, and `value` followed by `more` as its value.
+    private mutating func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, more: UnsafeRawBufferPointer) {
+        let valueCount = value.count + more.count
+        reserve(bytes: name.count + valueCount)
+        let bytes = storage.unsafelyUnwrapped.bytes
+        let nameStart = byteCount
+        var end = Self.copy(name, to: bytes, at: byteCount)
+        end = Self.copy(value, to: bytes, at: end)
+        byteCount = Self.copy(more, to: bytes, at: end)
+        (storage.unsafelyUnwrapped.fields + count).initialize(to: Field(
+            nameStart: Int32(nameStart), nameCount: Int32(name.count),
+            valueStart: Int32(nameStart + name.count), valueCount: Int32(valueCount)))
+        count += 1
+    }
+
+    /// Copies `part` to `bytes + offset`; returns the offset after it.
+    private static func copy(_ part: UnsafeRawBufferPointer, to bytes: UnsafeMutablePointer<UInt8>, at offset: Int) -> Int {
+        guard part.count > 0 else { return offset }
+        UnsafeMutableRawPointer(bytes + offset).copyMemory(from: part.baseAddress!, byteCount: part.count)
+        return offset + part.count
     }
 
     mutating func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        // A head is a few hundred bytes in a dozen fields: one allocation each, not a growth
-        // series per call.
-        if fields.capacity == 0 {
-            fields.reserveCapacity(16)
-            bytes.reserveCapacity(512)
-        }
-        let nameStart = bytes.count
-        // Typed pointers take the contiguous (memcpy) path; a raw buffer appends byte by byte.
-        bytes.append(contentsOf: name.assumingMemoryBound(to: UInt8.self))
-        let valueStart = bytes.count
-        bytes.append(contentsOf: value.assumingMemoryBound(to: UInt8.self))
-        fields.append(Field(nameStart: Int32(nameStart), nameCount: Int32(name.count),
-                            valueStart: Int32(valueStart), valueCount: Int32(value.count)))
+        append(name: name, value: value, more: UnsafeRawBufferPointer(start: nil, count: 0))
     }
 
     /// Appends `name: prefix + value` (an `authorization` field: `Bearer ` and the token)
@@ -47,13 +116,8 @@ struct H2HeaderList {
     mutating func append(name: StaticString, prefix: StaticString, value: String) {
         var value = value
         value.withUTF8 { v in
-            let nameStart = bytes.count
-            bytes.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
-            let valueStart = bytes.count
-            bytes.append(contentsOf: UnsafeBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount))
-            bytes.append(contentsOf: v)
-            fields.append(Field(nameStart: Int32(nameStart), nameCount: Int32(name.utf8CodeUnitCount),
-                                valueStart: Int32(valueStart), valueCount: Int32(bytes.count - valueStart)))
+            append(name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount),
+                   value: UnsafeRawBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount), more: UnsafeRawBufferPointer(v))
         }
     }
 
@@ -69,66 +133,59 @@ struct H2HeaderList {
 
     /// Appends field `index` of `other`.
     mutating func append(field index: Int, of other: H2HeaderList) {
-        let f = other.fields[index]
-        other.bytes.withUnsafeBytes { raw in
-            append(name: UnsafeRawBufferPointer(rebasing: raw[Int(f.nameStart)..<Int(f.nameStart + f.nameCount)]),
-                   value: UnsafeRawBufferPointer(rebasing: raw[Int(f.valueStart)..<Int(f.valueStart + f.valueCount)]))
-        }
+        append(name: other.nameBytes(at: index), value: other.valueBytes(at: index))
     }
 
     /// Appends every field of `other`, in order.
     mutating func append(contentsOf other: H2HeaderList) {
-        let base = Int32(bytes.count)
-        bytes.append(contentsOf: other.bytes)
-        for f in other.fields {
-            fields.append(Field(nameStart: f.nameStart + base, nameCount: f.nameCount,
-                                valueStart: f.valueStart + base, valueCount: f.valueCount))
-        }
+        for i in 0..<other.count { append(field: i, of: other) }
+    }
+
+    /// Field `index`'s name bytes (valid while the list is neither mutated nor freed).
+    private func nameBytes(at index: Int) -> UnsafeRawBufferPointer {
+        precondition(index >= 0 && index < count, "header field index out of range")
+        let storage = storage.unsafelyUnwrapped
+        let f = storage.fields[index]
+        return UnsafeRawBufferPointer(start: storage.bytes + Int(f.nameStart), count: Int(f.nameCount))
+    }
+
+    /// Field `index`'s value bytes (valid while the list is neither mutated nor freed).
+    private func valueBytes(at index: Int) -> UnsafeRawBufferPointer {
+        precondition(index >= 0 && index < count, "header field index out of range")
+        let storage = storage.unsafelyUnwrapped
+        let f = storage.fields[index]
+        return UnsafeRawBufferPointer(start: storage.bytes + Int(f.valueStart), count: Int(f.valueCount))
     }
 
     /// Calls `body` with each field's name and value, in order (valid only during the call).
     func forEach(_ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Void) {
-        bytes.withUnsafeBytes { raw in
-            for f in fields {
-                body(UnsafeRawBufferPointer(rebasing: raw[Int(f.nameStart)..<Int(f.nameStart + f.nameCount)]),
-                     UnsafeRawBufferPointer(rebasing: raw[Int(f.valueStart)..<Int(f.valueStart + f.valueCount)]))
-            }
-        }
+        for i in 0..<count { body(nameBytes(at: i), valueBytes(at: i)) }
+        withExtendedLifetime(storage) {}
     }
 
     /// True when field `index`'s name is `name` (HTTP/2 names are lower-case on the wire).
     func name(at index: Int, is name: StaticString) -> Bool {
-        let f = fields[index]
-        return bytes.withUnsafeBytes { Self.equal(UnsafeRawBufferPointer(rebasing: $0[Int(f.nameStart)..<Int(f.nameStart + f.nameCount)]), name) }
+        withExtendedLifetime(storage) { Self.equal(nameBytes(at: index), name) }
     }
 
     /// True when field `index`'s value is `value`.
     func value(at index: Int, is value: StaticString) -> Bool {
-        let f = fields[index]
-        return bytes.withUnsafeBytes { Self.equal(UnsafeRawBufferPointer(rebasing: $0[Int(f.valueStart)..<Int(f.valueStart + f.valueCount)]), value) }
-    }
-
-    /// True when `test` holds for field `index`'s name (as bytes, valid only during the call).
-    func name(at index: Int, matches test: (UnsafeRawBufferPointer) -> Bool) -> Bool {
-        let f = fields[index]
-        return bytes.withUnsafeBytes { test(UnsafeRawBufferPointer(rebasing: $0[Int(f.nameStart)..<Int(f.nameStart + f.nameCount)])) }
+        withExtendedLifetime(storage) { Self.equal(valueBytes(at: index), value) }
     }
 
     /// Field `index`'s name as a `String` (for checks that take names, off the relay path).
     func name(at index: Int) -> String {
-        let f = fields[index]
-        return String(decoding: bytes[Int(f.nameStart)..<Int(f.nameStart + f.nameCount)], as: UTF8.self)
+        withExtendedLifetime(storage) { String(decoding: nameBytes(at: index), as: UTF8.self) }
     }
 
     /// Field `index`'s value as a `String`.
     func value(at index: Int) -> String {
-        let f = fields[index]
-        return String(decoding: bytes[Int(f.valueStart)..<Int(f.valueStart + f.valueCount)], as: UTF8.self)
+        withExtendedLifetime(storage) { String(decoding: valueBytes(at: index), as: UTF8.self) }
     }
 
     /// The value of the first field named `name`.
     func first(_ name: StaticString) -> String? {
-        for i in fields.indices where self.name(at: i, is: name) { return value(at: i) }
+        for i in 0..<count where self.name(at: i, is: name) { return value(at: i) }
         return nil
     }
 
@@ -136,26 +193,52 @@ struct H2HeaderList {
     /// (nghttp2 copies names and values while submitting). The array is on the stack: nothing
     /// is allocated per submit.
     func withNV<R>(_ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
-        bytes.withUnsafeBufferPointer { raw in
-            // A pointer nghttp2 never reads through when its length is 0 (an empty list).
-            let base = UnsafeMutablePointer(mutating: raw.baseAddress ?? UnsafePointer(bitPattern: 1)!)
-            return fields.withUnsafeBufferPointer { fields in
-                withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(fields.count, 1)) { nva in
-                    for (i, f) in fields.enumerated() {
-                        (nva.baseAddress! + i).initialize(to: nghttp2_nv(
-                            name: base + Int(f.nameStart), value: base + Int(f.valueStart),
-                            namelen: Int(f.nameCount), valuelen: Int(f.valueCount),
-                            flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
-                    }
-                    // nghttp2_nv is a trivial C struct: nothing to deinitialize.
-                    return body(UnsafePointer(nva.baseAddress!), fields.count)
+        withNV(leading: { _ in false }, dropping: { _ in false }, body)
+    }
+
+    /// `withNV` over the fields whose names `leading` picks, then the others whose names
+    /// `dropping` does not, each in their order: a relayed head is submitted straight from
+    /// the list it arrived in, reordered and filtered, not copied into another list first.
+    func withNV<R>(leading: (UnsafeRawBufferPointer) -> Bool, dropping: (UnsafeRawBufferPointer) -> Bool,
+                   _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
+        withExtendedLifetime(storage) {
+            withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(count, 1)) { nva in
+                var used = 0
+                for i in 0..<count where leading(nameBytes(at: i)) {
+                    (nva.baseAddress! + used).initialize(to: nv(i))
+                    used += 1
                 }
+                for i in 0..<count {
+                    let name = nameBytes(at: i)
+                    guard !leading(name) && !dropping(name) else { continue }
+                    (nva.baseAddress! + used).initialize(to: nv(i))
+                    used += 1
+                }
+                // nghttp2_nv is a trivial C struct: nothing to deinitialize.
+                return body(UnsafePointer(nva.baseAddress!), used)
             }
         }
+    }
+
+    /// Field `index` as an `nghttp2_nv` pointing into the storage.
+    private func nv(_ index: Int) -> nghttp2_nv {
+        let name = nameBytes(at: index), value = valueBytes(at: index)
+        // A pointer nghttp2 never reads through when its length is 0.
+        let none = UnsafeMutablePointer<UInt8>(bitPattern: 1)!
+        return nghttp2_nv(
+            name: UnsafeMutablePointer(mutating: name.baseAddress?.assumingMemoryBound(to: UInt8.self)) ?? none,
+            value: UnsafeMutablePointer(mutating: value.baseAddress?.assumingMemoryBound(to: UInt8.self)) ?? none,
+            namelen: name.count, valuelen: value.count, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
     }
 
     static func equal(_ bytes: UnsafeRawBufferPointer, _ text: StaticString) -> Bool {
         guard bytes.count == text.utf8CodeUnitCount else { return false }
         return bytes.count == 0 || memcmp(bytes.baseAddress!, text.utf8Start, bytes.count) == 0
+    }
+
+    /// True when `bytes` begin with `text` (one memcmp, not a generic sequence walk).
+    static func hasPrefix(_ bytes: UnsafeRawBufferPointer, _ text: StaticString) -> Bool {
+        guard bytes.count >= text.utf8CodeUnitCount else { return false }
+        return text.utf8CodeUnitCount == 0 || memcmp(bytes.baseAddress!, text.utf8Start, text.utf8CodeUnitCount) == 0
     }
 }

@@ -52,11 +52,10 @@ final class H2Session {
     let maxHeaderListBytes: Int
     /// A header block with more fields than this is refused the same way.
     let maxHeaderCount: Int
-    /// The header block being received and its header-list bytes. One block at a time: a
-    /// header block (HEADERS and its CONTINUATIONs) is contiguous on the connection (RFC 9113
-    /// §4.3), so its fields are gathered here and handed over once, when it ends.
-    private var block = H2HeaderList()
-    private var blockBytes = 0
+    /// The header block being received. One block at a time: a header block (HEADERS and its
+    /// CONTINUATIONs) is contiguous on the connection (RFC 9113 §4.3), so its fields are
+    /// gathered here and handed over once, when it ends.
+    private var block = H2HeaderBlock()
     /// Frames serialized by one `flush()`, written to the socket together (one system call
     /// instead of one per frame).
     private let staging: OpaquePointer = evbuffer_new()
@@ -190,9 +189,13 @@ final class H2Session {
         }
     }
 
-    func submitResponse(stream: Int32, _ headers: H2HeaderList, hasBody: Bool) {
+    /// Submits a response head: the fields of `headers` that `leading` picks, then the others
+    /// that `dropping` does not (by default all, in order).
+    func submitResponse(stream: Int32, _ headers: H2HeaderList, hasBody: Bool,
+                        leading: (UnsafeRawBufferPointer) -> Bool = { _ in false },
+                        dropping: (UnsafeRawBufferPointer) -> Bool = { _ in false }) {
         guard let session else { return }
-        _ = headers.withNV { nva, count in
+        _ = headers.withNV(leading: leading, dropping: dropping) { nva, count in
             if hasBody {
                 var provider = Self.bodyProvider
                 return nghttp2_submit_response(session, stream, nva, count, &provider)
@@ -281,22 +284,18 @@ final class H2Session {
     private static func install(_ callbacks: OpaquePointer) {
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
             let me = H2Session.from(userData)
-            me.blockBytes = 0
-            me.block.removeAll()
+            me.block.begin()
             me.delegate.h2BeginHeaders(stream: frame!.pointee.hd.stream_id)
             return 0
         }
         nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
             let me = H2Session.from(userData)
-            // Counted before anything is built from the field; past the bound nghttp2 resets the
-            // stream and decodes the rest of the block without calling back (HPACK stays in sync).
-            me.blockBytes += nameLength + valueLength + 32
-            guard me.blockBytes <= me.maxHeaderListBytes, me.block.count < me.maxHeaderCount else {
-                return Int32(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
-            }
-            me.block.append(name: UnsafeRawBufferPointer(start: name, count: nameLength),
-                            value: UnsafeRawBufferPointer(start: value, count: valueLength))
-            return 0
+            // Past a bound nghttp2 resets the stream and decodes the rest of the block without
+            // calling back (HPACK stays in sync).
+            let taken = me.block.take(name: UnsafeRawBufferPointer(start: name, count: nameLength),
+                                      value: UnsafeRawBufferPointer(start: value, count: valueLength),
+                                      maxBytes: me.maxHeaderListBytes, maxCount: me.maxHeaderCount)
+            return taken ? 0 : Int32(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }
         nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
             let me = H2Session.from(userData)
@@ -304,7 +303,7 @@ final class H2Session {
             let endStream = hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
             switch UInt32(hd.type) {
             case NGHTTP2_HEADERS.rawValue:
-                me.delegate.h2HeadersEnded(stream: hd.stream_id, fields: me.block, endStream: endStream)
+                me.delegate.h2HeadersEnded(stream: hd.stream_id, fields: me.block.fields, endStream: endStream)
             case NGHTTP2_DATA.rawValue:
                 if endStream { me.delegate.h2DataEnded(stream: hd.stream_id) }
             case NGHTTP2_GOAWAY.rawValue:

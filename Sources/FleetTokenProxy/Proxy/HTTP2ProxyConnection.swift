@@ -21,7 +21,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     private var session: H2Session!
     private let core: ProxyCore
     private unowned let server: ProxyServer
-    private var calls: [Int32: H2Call] = [:]
+    private var calls = H2StreamTable<H2Call>()
     private var lifecycle = H2ConnectionLifecycle()
     private var logger: Logger
     private var closed = false
@@ -33,6 +33,12 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     private var outgoingHead = H2HeaderList()
     /// Request bytes held by this connection's calls (`limits.maxConnectionBufferedBytes`).
     private var bufferedBytes = 0
+    /// The stream whose token is being asked for, while `cache.token(for:)` runs: an answer
+    /// for it then is a cache hit.
+    private var fetchingStream: Int32 = 0
+    /// Calls whose machine asked for a timer since the last flush. The timer is armed at the
+    /// flush, if still wanted: a call routed or answered in the same callbacks never makes one.
+    private var timersToArm: [H2Call] = []
     let id: Int
 
     /// Takes over `transport` from the HTTP/1.1 connection that saw the HTTP/2 preface. Reads
@@ -62,9 +68,13 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         guard !closed else { return }
         closed = true
         _ = lifecycle.sessionEnded()
-        let open = Array(calls.values)
+        let open = calls.values
         calls.removeAll()
-        for call in open { apply(call.state.handle(.streamClosed), to: call) }
+        timersToArm.removeAll()
+        for call in open {
+            apply(call.state.handle(.streamClosed), to: call)
+            call.client = nil
+        }
         logger.trace("connection closed", metadata: ["reason": "\(reason)"])
         flushWakeup.cancel()
         session.close()
@@ -123,6 +133,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     func flush() {
         guard !closed else { return }
         session.flush()
+        armTimers()
         guard transport.outputLength == 0 else { return }
         if !session.isAlive {
             close(reason: "session ended")
@@ -170,7 +181,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
             return // :authority and :scheme are set again for the upstream; no other is forwarded
         }
         if H2HeaderList.equal(name, "content-type") {
-            call.isGRPC = value.starts(with: "application/grpc".utf8)
+            call.isGRPC = H2HeaderList.hasPrefix(value, "application/grpc")
         } else if H2HeaderList.equal(name, "grpc-encoding") {
             call.grpcEncoding = String(decoding: value, as: UTF8.self)
         } else if H2HeaderList.equal(name, "grpc-timeout") {
@@ -210,6 +221,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     func h2StreamClosed(stream: Int32, errorCode: UInt32) {
         guard let call = calls.removeValue(forKey: stream) else { return }
         apply(call.state.handle(.streamClosed), to: call)
+        call.client = nil
         perform(lifecycle.streamClosed())
     }
 
@@ -223,6 +235,8 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         if evbuffer_get_length(call.responseBody) == 0 && call.state.responseEnded {
             if let trailers = call.responseTrailers {
                 session.submitTrailer(stream: stream, trailers)
+                // Copied by nghttp2; the storage goes back to the upstream session (see relayHead).
+                call.responseTrailers = nil
                 return .bytes(max(n, 0), end: true, trailers: true)
             }
             return .bytes(max(n, 0), end: true, trailers: false)
@@ -284,6 +298,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
             case .armTimer(let at):
                 armTimer(call, at: at)
             case .cancelTimer:
+                call.timerDue = nil
                 call.timer?.disarm()
             case .releaseBuffers:
                 releaseRequestBytes(call)
@@ -296,19 +311,42 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         }
     }
 
-    /// One event per call, re-armed as the call moves from deadline to deadline.
+    /// Notes the call's deadline; the timer itself is armed at the next flush (`armTimers`),
+    /// which `flushSoon` makes sure comes in this turn of the loop. An earlier time stays
+    /// armed until then: it only ticks the machine, which re-checks its deadlines.
     private func armTimer(_ call: H2Call, at: Double) {
         guard at.isFinite else {
+            call.timerDue = nil
             call.timer?.disarm()
             return
         }
-        if call.timer == nil {
-            call.timer = LoopWakeup(loop: core.loop) { [weak self, weak call] in
-                guard let self, let call else { return }
-                apply(call.state.handle(.tick(now: core.clock.monotonicNow)), to: call)
-            }
+        call.timerDue = at
+        if !call.timerListed {
+            call.timerListed = true
+            timersToArm.append(call)
+            flushSoon()
         }
-        call.timer?.arm(after: max(0, at - core.clock.monotonicNow))
+    }
+
+    /// Arms the timers still wanted: one event per call, made the first time, re-armed as the
+    /// call moves from deadline to deadline.
+    private func armTimers() {
+        guard !timersToArm.isEmpty else { return }
+        let listed = timersToArm
+        timersToArm.removeAll(keepingCapacity: true)
+        for call in listed {
+            call.timerListed = false
+            guard let at = call.timerDue else { continue }
+            if call.timer == nil {
+                // Unowned, not weak (a weak reference would give both a side table): the call's
+                // deinit frees its timer, and every call is disarmed by its streamClosed, which
+                // the connection's close() sends to all, so the timer never fires after either.
+                call.timer = LoopWakeup(loop: core.loop) { [unowned self, unowned call] in
+                    apply(call.state.handle(.tick(now: core.clock.monotonicNow)), to: call)
+                }
+            }
+            call.timer?.arm(after: max(0, at - core.clock.monotonicNow))
+        }
     }
 
     // MARK: Request bytes
@@ -400,10 +438,11 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     /// buffer is made contiguous once, not on every DATA frame.
     private func routeGRPC(_ call: H2Call, rule: GRPCRouteRule) {
         let length = evbuffer_get_length(call.requestBody)
-        var prefix = [UInt8](repeating: 0, count: min(length, GRPCMessageFrame.headerLength))
-        if !prefix.isEmpty { evbuffer_copyout(call.requestBody, &prefix, prefix.count) }
-        let headerVerdict = prefix.withUnsafeBytes {
-            GRPCMessageFrame.firstMessage(in: $0, maxLength: core.limits.maxFirstMessageBytes)
+        // The length prefix is copied out to the stack (it may straddle two chains).
+        let headerVerdict = withUnsafeTemporaryAllocation(byteCount: GRPCMessageFrame.headerLength, alignment: 1) { prefix in
+            let count = min(length, GRPCMessageFrame.headerLength)
+            if count > 0 { evbuffer_copyout(call.requestBody, prefix.baseAddress, count) }
+            return GRPCMessageFrame.firstMessage(in: UnsafeRawBufferPointer(rebasing: prefix[..<count]), maxLength: core.limits.maxFirstMessageBytes)
         }
         let total: Int
         switch headerVerdict {
@@ -455,11 +494,19 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
     /// Gets the entity's token; its arrival moves the call on (unless the call ended meanwhile).
     private func fetchToken(_ call: H2Call) {
         guard let key = call.key else { return }
-        // Answered before `token(for:)` returns: a cache hit, and the caller flushes.
-        var returned = false
-        core.cache.token(for: key) { [weak self, weak call] result in
-            guard let self, let call else { return }
-            if call.record.cacheOutcome == nil { call.record.cacheOutcome = returned ? "miss" : "hit" }
+        let stream = call.clientStream
+        let outer = fetchingStream
+        fetchingStream = stream
+        // The answer finds its call by stream id (HTTP/2 never reuses one on a connection, and a
+        // call leaves `calls` when its stream closes or the connection closes). No weak
+        // references, which give their object a side table and slow reference counting for the
+        // rest of its life: the cache calls back exactly once, so holding the connection until
+        // then keeps a closed one a little longer at most.
+        core.cache.token(for: key) { [self] result in
+            guard let call = calls[stream] else { return }
+            // Answered before `token(for:)` returns: a cache hit, and the caller flushes.
+            let hit = fetchingStream == stream
+            if call.record.cacheOutcome == nil { call.record.cacheOutcome = hit ? "hit" : "miss" }
             switch result {
             case .failure(let failure):
                 apply(call.state.handle(.tokenFailed(failure)), to: call)
@@ -467,9 +514,9 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
                 call.token = token
                 apply(call.state.handle(.tokenArrived), to: call)
             }
-            if returned { flushSoon() }
+            if !hit { flushSoon() }
         }
-        returned = true
+        fetchingStream = outer
     }
 
     // MARK: Answers from the upstream (called by UpstreamH2Connection)
@@ -522,17 +569,17 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
 
     private func relayHead(_ call: H2Call, endStream: Bool) {
         let response = call.responseHeaders
-        outgoingHead.removeAll()
-        // :status first (a pseudo-header precedes every regular field), then the rest in order.
         for i in 0..<response.count where response.name(at: i, is: ":status") {
             call.record.status = Int(response.value(at: i)) ?? 0
-            outgoingHead.append(field: i, of: response)
-        }
-        for i in 0..<response.count where !response.name(at: i, is: ":status") && !response.name(at: i, matches: HopByHop.dropFromH2Response) {
-            outgoingHead.append(field: i, of: response)
         }
         core.statistics.upstreamStatus[call.record.status, default: 0] += 1
-        session.submitResponse(stream: call.clientStream, outgoingHead, hasBody: !endStream)
+        // :status first (a pseudo-header precedes every regular field), then the rest in order,
+        // without the hop-by-hop fields.
+        session.submitResponse(stream: call.clientStream, response, hasBody: !endStream,
+                               leading: { H2HeaderList.equal($0, ":status") }, dropping: HopByHop.dropFromH2Response)
+        // nghttp2 has copied the fields. The list shares the upstream session's block storage:
+        // let go of it, so the next head is gathered there again instead of in a new allocation.
+        call.responseHeaders = H2HeaderList()
         flushSoon()
     }
 

@@ -16,7 +16,7 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
     private let isTLS: Bool
     /// Calls waiting for the connection to be ready.
     private var pending: [H2Call] = []
-    private var streams: [Int32: H2Call] = [:]
+    private var streams = H2StreamTable<H2Call>()
     /// Runs `flush()` once after the current callbacks: the streams that calls open from one
     /// read of their clients leave in one write.
     private var flushWakeup: LoopWakeup!
@@ -65,15 +65,20 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
             pending.append(call)
             return
         }
-        outgoingHead.removeAll()
-        outgoingHead.append(name: ":method", value: call.method)
-        outgoingHead.append(name: ":scheme", value: isTLS ? "https" : "http")
-        outgoingHead.append(name: ":authority", value: origin.hostHeader)
-        outgoingHead.append(name: ":path", value: call.path)
-        outgoingHead.append(contentsOf: call.headers)
-        outgoingHead.append(name: "authorization", prefix: "Bearer ", value: call.token ?? "")
+        // The scratch list is taken out of the property and put back (two checked accesses)
+        // rather than appended to in place (one per field).
+        var head = H2HeaderList()
+        swap(&head, &outgoingHead)
+        head.removeAll()
+        head.append(name: ":method", value: call.method)
+        head.append(name: ":scheme", value: isTLS ? "https" : "http")
+        head.append(name: ":authority", value: origin.hostHeader)
+        head.append(name: ":path", value: call.path)
+        head.append(contentsOf: call.headers)
+        head.append(name: "authorization", prefix: "Bearer ", value: call.token ?? "")
         let hasBody = !call.state.requestEnded || evbuffer_get_length(call.requestBody) > 0
-        let stream = session.submitRequest(outgoingHead, hasBody: hasBody)
+        let stream = session.submitRequest(head, hasBody: hasBody)
+        swap(&head, &outgoingHead)
         guard stream > 0 else {
             call.upstream = nil
             call.client?.upstreamFailed(call, failure: .upstreamUnavailable("cannot open a stream to \(origin)"), errorCode: 0)
@@ -305,7 +310,7 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
     func closeAndFail(reason: String) {
         guard state != .closed else { return }
         state = .closed
-        let open = Array(streams.values) + pending
+        let open = streams.values + pending
         streams.removeAll()
         pending.removeAll()
         flushWakeup.cancel()

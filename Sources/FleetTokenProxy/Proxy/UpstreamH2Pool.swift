@@ -32,7 +32,13 @@ final class UpstreamH2Pool {
             call.client?.upstreamFailed(call, failure: .upstreamUnavailable("shutting down"), errorCode: 0)
             return
         }
-        if let best = connections.filter(\.hasRoom).min(by: { $0.load < $1.load }) {
+        // The least loaded connection with room, first of equals (a loop: no array of
+        // candidates per call).
+        var best: UpstreamH2Connection?
+        for connection in connections where connection.hasRoom && connection.load < best?.load ?? .max {
+            best = connection
+        }
+        if let best {
             best.start(call)
             return
         }
