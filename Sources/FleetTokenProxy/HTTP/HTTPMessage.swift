@@ -45,8 +45,12 @@ public struct HTTPRequest: Sendable {
         self.body = body
     }
 
-    /// The path part of the target, before any `?`.
-    public var path: Substring { target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)[0] }
+    /// The path part of the target, before the first `?` byte (by byte, as the router splits:
+    /// by `Character`, a combining mark after the `?` would hide it).
+    public var path: Substring {
+        guard let question = target.utf8.firstIndex(of: UInt8(ascii: "?")) else { return target[...] }
+        return Substring(target.unicodeScalars[..<question])
+    }
 }
 
 /// A whole HTTP response. `Content-Length` is added by whoever serializes it.
