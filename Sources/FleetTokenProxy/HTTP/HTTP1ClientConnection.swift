@@ -170,7 +170,8 @@ final class HTTP1ClientConnection: TransportDelegate {
         let e = Int32(events)
         if e & BEV_EVENT_CONNECTED != 0 {
             // Set once for the connection's life: the answer's bound while busy, the idle bound
-            // while pooled. Changing them per exchange would cost epoll_ctl calls.
+            // while pooled. Changing them per exchange would cost epoll_ctl calls; each exchange
+            // only restarts the read timeout (`beginExchange`), which moves a timer and no more.
             transport.readDirectly()
             transport.setTimeouts(read: limits.responseTimeout, write: limits.responseTimeout)
             pool.connected(self)
