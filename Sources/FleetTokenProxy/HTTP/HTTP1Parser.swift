@@ -138,10 +138,7 @@ struct HeadBytes {
     /// The bytes of `range` are exactly `literal` (case-sensitive).
     @inline(__always)
     func equals(_ range: Range<Int>, _ literal: StaticString) -> Bool {
-        guard range.count == literal.utf8CodeUnitCount else { return false }
-        let lit = literal.utf8Start
-        for k in 0..<range.count where base[range.lowerBound + k] != lit[k] { return false }
-        return true
+        bytesEqual(UnsafeBufferPointer(start: base + range.lowerBound, count: range.count), literal)
     }
 
     /// No byte of `range` is 0x80 or above; eight bytes at a time.

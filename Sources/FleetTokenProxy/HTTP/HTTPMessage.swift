@@ -115,3 +115,20 @@ func asciiFoldedEqual(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<
     }
     return true
 }
+
+/// ASCII case-insensitive equality of bytes (a field name or value) with a lower-case literal.
+@inline(__always)
+func asciiEqualsLowercased(_ bytes: UnsafeBufferPointer<UInt8>, _ lower: StaticString) -> Bool {
+    bytes.count == lower.utf8CodeUnitCount
+        && asciiFoldedEqual(bytes, UnsafeBufferPointer(start: lower.utf8Start, count: lower.utf8CodeUnitCount))
+}
+
+/// Byte-for-byte (case-sensitive) equality of bytes with a literal, by pointer: the generic
+/// `elementsEqual` over a slice cost about 170 instructions.
+@inline(__always)
+func bytesEqual(_ bytes: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
+    guard bytes.count == literal.utf8CodeUnitCount else { return false }
+    let lit = literal.utf8Start
+    for k in 0..<bytes.count where bytes[k] != lit[k] { return false }
+    return true
+}

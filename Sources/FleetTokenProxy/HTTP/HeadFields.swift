@@ -137,10 +137,3 @@ public struct HeadFields: Sendable {
         }
     }
 }
-
-/// ASCII case-insensitive equality of a field name or value with a lower-case literal.
-@inline(__always)
-func asciiEqualsLowercased(_ bytes: UnsafeBufferPointer<UInt8>, _ lower: StaticString) -> Bool {
-    bytes.count == lower.utf8CodeUnitCount
-        && asciiFoldedEqual(bytes, UnsafeBufferPointer(start: lower.utf8Start, count: lower.utf8CodeUnitCount))
-}

@@ -232,8 +232,7 @@ struct H2HeaderList {
     }
 
     static func equal(_ bytes: UnsafeRawBufferPointer, _ text: StaticString) -> Bool {
-        guard bytes.count == text.utf8CodeUnitCount else { return false }
-        return bytes.count == 0 || memcmp(bytes.baseAddress!, text.utf8Start, bytes.count) == 0
+        bytesEqual(bytes.assumingMemoryBound(to: UInt8.self), text)
     }
 
     /// True when `bytes` begin with `text` (one memcmp, not a generic sequence walk).

@@ -381,11 +381,9 @@ public enum RESTRoute {
         return nil
     }
 
-    /// ASCII case-insensitive equality of `bytes` with a lower-case literal.
+    /// `asciiEqualsLowercased` for a header name as raw bytes.
     private static func asciiCaseInsensitiveEquals(_ bytes: UnsafeRawBufferPointer, _ lower: StaticString) -> Bool {
-        guard bytes.count == lower.utf8CodeUnitCount else { return false }
-        return asciiFoldedEqual(bytes.assumingMemoryBound(to: UInt8.self),
-                                UnsafeBufferPointer(start: lower.utf8Start, count: lower.utf8CodeUnitCount))
+        asciiEqualsLowercased(bytes.assumingMemoryBound(to: UInt8.self), lower)
     }
 
     // MARK: - Path helpers
@@ -422,12 +420,7 @@ public enum RESTRoute {
 
     @inline(__always)
     private static func equals(_ bytes: Bytes, _ literal: StaticString) -> Bool {
-        guard bytes.count == literal.utf8CodeUnitCount else { return false }
-        // By pointer: the generic `elementsEqual` over a slice cost about 170 instructions.
-        let lit = literal.utf8Start
-        let raw = UnsafeBufferPointer(rebasing: bytes)
-        for k in 0..<raw.count where raw[k] != lit[k] { return false }
-        return true
+        bytesEqual(UnsafeBufferPointer(rebasing: bytes), literal)
     }
 
     /// True when the segment is `literal`, literally or once decoded. Decoding is tried only
