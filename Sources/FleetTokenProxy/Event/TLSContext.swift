@@ -18,12 +18,6 @@ public final class TLSContext {
         TLSContext(ctx: nil, trust: trust, alpn: alpn)
     }
 
-    /// A client context with its own trust store: the CAs in `caFile` (read now), or the
-    /// system's.
-    public static func client(caFile: String? = nil, alpn: [String] = []) throws(TLSError) -> TLSContext {
-        client(trust: try TrustStore.file(caFile, or: .system()), alpn: alpn)
-    }
-
     /// A server context from PEM files (stand-ins and tests only).
     public static func server(certificateFile: String, keyFile: String, alpn: [String] = []) throws(TLSError) -> TLSContext {
         guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw TLSError.fromQueue("SSL_CTX_new") }
