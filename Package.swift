@@ -1,27 +1,10 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-/// How the release binary is linked on Linux: with lld, which packs the PIE binary's ~40,000
-/// relative relocations into a few kB of DT_RELR (glibc 2.36 or later applies them; the binary
-/// names GLIBC_ABI_DT_RELR, so an older glibc refuses it at load instead of misapplying them).
-/// The relocation table the loader reads at start was ~1 MB of resident memory. And the code that
-/// runs from exec to the first answer is laid out first, in one block (startup-symbols.txt,
-/// written by scripts/startup-symbols): the kernel maps file pages in 64 kB runs around each one
-/// touched, so start-up code spread over the whole text kept most of the text resident. A symbol
-/// the list names that no longer exists is skipped; a stale list only costs memory.
-let releaseLinkerFlags = [
-    "-use-ld=lld",
-    "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs",
-    "-Xlinker", "--symbol-ordering-file=\(Context.packageDirectory)/Sources/fleet-token-proxy/startup-symbols.txt",
-    "-Xlinker", "--no-warn-symbol-ordering",
-]
-
 let package = Package(
     name: "fleet-token-proxy",
-    platforms: [.macOS(.v13)],
     products: [
         .executable(name: "fleet-token-proxy", targets: ["fleet-token-proxy"]),
-        .library(name: "FleetTokenProxy", targets: ["FleetTokenProxy"]),
         // For the fuzz package in Fuzz/ (not part of the product): the parsers' invariants.
         .library(name: "ParserInvariants", targets: ["ParserInvariants"]),
     ],
@@ -83,8 +66,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            exclude: ["startup-symbols.txt"],
-            linkerSettings: [.unsafeFlags(releaseLinkerFlags, .when(platforms: [.linux], configuration: .release))]
+            // The release link of the shipped binary (scripts/build-release) orders functions by it.
+            exclude: ["startup-symbols.txt"]
         ),
         // What each parser promises about any input, checked by the fuzz targets (Fuzz/) and by
         // the unit test that replays their seeds and findings. Not part of the product.

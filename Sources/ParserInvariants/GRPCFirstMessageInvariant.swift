@@ -1,4 +1,4 @@
-@testable import FleetTokenProxy
+import FleetTokenProxy
 
 /// A gRPC call's first bytes through everything that reads them: `GRPCMessageFrame`, then
 /// `GzipInflate` for a compressed message, `ProtobufReader` and `GRPCRoute.classify`. The first

@@ -13,7 +13,7 @@ import CEvent
 /// would then take the runtime's slow path, several times per frame.
 final class H2Call {
     let clientStream: Int32
-    var client: HTTP2ProxyConnection?
+    var client: HTTP2ClientConnection?
     var state: H2CallState
 
     // Request, as the client sent it.
@@ -56,11 +56,11 @@ final class H2Call {
     var timerListed = false
 
     // Upstream side.
-    var upstream: UpstreamH2Connection?
+    var upstream: HTTP2UpstreamConnection?
     /// The connection that carried the response: it is owed flow-control credit for response
     /// bytes as the client takes them, even after its stream has closed (kept until the call
     /// goes; a connection the pool discarded has no session and takes no credit).
-    var creditTo: UpstreamH2Connection?
+    var creditTo: HTTP2UpstreamConnection?
     var upstreamStream: Int32 = -1
     /// Times the call was handed to an upstream connection (a stream refused or a connection
     /// lost before any byte left is tried again, up to three times).
@@ -72,7 +72,7 @@ final class H2Call {
     static let replayLimit = 64 * 1024
 
     /// Response bytes received from the upstream, taken by the client, and given back to the
-    /// upstream as stream credit (`UpstreamH2Connection.creditResponse`).
+    /// upstream as stream credit (`HTTP2UpstreamConnection.creditResponse`).
     var responseBytesReceived = 0
     var responseBytesTaken = 0
     var responseBytesCredited = 0
@@ -82,7 +82,7 @@ final class H2Call {
     var responseTrailers: H2HeaderList?
     let responseBody: OpaquePointer
 
-    init(clientStream: Int32, client: HTTP2ProxyConnection, state: H2CallState, record: CallRecord) {
+    init(clientStream: Int32, client: HTTP2ClientConnection, state: H2CallState, record: CallRecord) {
         self.clientStream = clientStream
         self.client = client
         self.state = state

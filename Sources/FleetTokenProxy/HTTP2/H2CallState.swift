@@ -1,5 +1,5 @@
 /// Where one HTTP/2 call stands, as a pure state machine: events in, actions out, no sockets,
-/// no clock (times are passed in). `HTTP2ProxyConnection` and `UpstreamH2Connection` feed it
+/// no clock (times are passed in). `HTTP2ClientConnection` and `HTTP2UpstreamConnection` feed it
 /// what happens on the two streams and carry out the actions it returns; the byte buffers stay
 /// in `H2Call`.
 ///

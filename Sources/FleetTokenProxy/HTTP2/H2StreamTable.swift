@@ -4,7 +4,7 @@
 /// the id, and backward-shift deletion (no tombstones).
 ///
 /// A peer picks its stream ids and could make them collide, but a table holds at most the
-/// session's concurrent streams (`ServerLimits.maxConcurrentStreams`, `UpstreamH2Connection
+/// session's concurrent streams (`ServerLimits.maxConcurrentStreams`, `HTTP2UpstreamConnection
 /// .maxStreams`), which bounds any probe sequence.
 struct H2StreamTable<Value: AnyObject> {
     /// Stream ids (0: empty slot; HTTP/2 never uses stream 0 for a request) and their values.

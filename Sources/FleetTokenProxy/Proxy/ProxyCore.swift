@@ -5,9 +5,9 @@ import Logging
 final class ProxyCore {
     let loop: EventLoop
     let cache: TokenCache
-    let upstream: ConnectionPool
+    let upstream: HTTP1UpstreamPool
     /// Multiplexed HTTP/2 connections for gRPC and REST-over-HTTP/2 calls.
-    let upstreamH2: UpstreamH2Pool
+    let upstreamH2: HTTP2UpstreamPool
     let upstreamOrigin: Origin
     let limits: ServerLimits
     /// Request bytes held by every connection of the loop together (`limits.maxBufferedBytes`).
@@ -20,7 +20,7 @@ final class ProxyCore {
     /// The per-call access log; nil unless `--access-log`.
     let accessLogger: Logger?
 
-    init(loop: EventLoop, cache: TokenCache, upstream: ConnectionPool, upstreamH2: UpstreamH2Pool, limits: ServerLimits,
+    init(loop: EventLoop, cache: TokenCache, upstream: HTTP1UpstreamPool, upstreamH2: HTTP2UpstreamPool, limits: ServerLimits,
          clock: TokenClock, logger: Logger, metrics: ProxyMetrics = ProxyMetrics(), accessLogger: Logger? = nil) {
         self.metrics = metrics
         self.accessLogger = accessLogger

@@ -47,7 +47,7 @@ final class ProxyServer {
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         _ = evutil_make_socket_nonblocking(fd)
         nextID += 1
-        let connection = HTTP1ProxyConnection(fd: fd, core: core, server: self, id: nextID)
+        let connection = HTTP1ClientConnection(fd: fd, core: core, server: self, id: nextID)
         connections[ObjectIdentifier(connection)] = connection
         core.statistics.acceptedConnections += 1
         core.statistics.openConnections = connections.count
@@ -61,10 +61,10 @@ final class ProxyServer {
 
     /// An HTTP/1.1 connection saw the HTTP/2 preface: an HTTP/2 connection takes over its
     /// socket (h2c with prior knowledge, as gRPC clients send on an insecure channel).
-    func upgrade(_ old: HTTP1ProxyConnection, transport: Transport) {
+    func upgrade(_ old: HTTP1ClientConnection, transport: Transport) {
         connections.removeValue(forKey: ObjectIdentifier(old))
         do {
-            let h2 = try HTTP2ProxyConnection(transport: transport, core: core, server: self, id: old.id)
+            let h2 = try HTTP2ClientConnection(transport: transport, core: core, server: self, id: old.id)
             // Registered before it reads: input that ends the session at once (preface,
             // SETTINGS and GOAWAY in one write) must find it here to remove it.
             connections[ObjectIdentifier(h2)] = h2

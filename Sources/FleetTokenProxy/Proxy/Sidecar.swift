@@ -53,11 +53,11 @@ public final class Sidecar {
             scheduler: configuration.lazyRefresh ? nil : loop,
             backoff: BackoffPolicy(maximum: configuration.providerBackoffMax))
         // Enough upstream connections for every call a loop can usefully keep in flight.
-        let upstream = ConnectionPool(loop: loop, origin: Origin(configuration.upstream), tls: upstreamTLS,
+        let upstream = HTTP1UpstreamPool(loop: loop, origin: Origin(configuration.upstream), tls: upstreamTLS,
                                       maxConnections: 256, logger: logger)
         // HTTP/2 upstream: TLS must agree on "h2" by ALPN; http:// speaks h2c with prior knowledge.
         let upstreamH2TLS = upstreamTrust.map { TLSContext.client(trust: $0, alpn: ["h2"]) }
-        let upstreamH2 = UpstreamH2Pool(loop: loop, origin: Origin(configuration.upstream), tls: upstreamH2TLS, logger: logger)
+        let upstreamH2 = HTTP2UpstreamPool(loop: loop, origin: Origin(configuration.upstream), tls: upstreamH2TLS, logger: logger)
         core = ProxyCore(loop: loop, cache: cache, upstream: upstream, upstreamH2: upstreamH2, limits: configuration.limits,
                          clock: clock, logger: logger,
                          metrics: metrics, accessLogger: configuration.accessLog ? LogSetup.makeAccessLogger() : nil)

@@ -72,13 +72,13 @@ enum EntitySource: Sendable, Hashable {
 /// SPEC §3's gRPC table, with the field numbers of the Fleet Engine protos
 /// (`google/maps/fleetengine/v1/{vehicle,trip}_api.proto`,
 /// `google/maps/fleetengine/delivery/v1/delivery_api.proto`).
-enum GRPCMethodTable {
+package enum GRPCMethodTable {
     private static let name2 = FieldPath(("name", 2))
     private static let name3 = FieldPath(("name", 3))
     private static let parent1 = FieldPath(("parent", 1))
     private static let parent3 = FieldPath(("parent", 3))
 
-    static let rules: [GRPCRouteRule] = [
+    package static let rules: [GRPCRouteRule] = [
         // maps.fleetengine.v1.VehicleService
         rule(.vehicles, "GetVehicle", .vehicle, .resourceName(name3, .vehicles)),
         rule(.vehicles, "UpdateVehicle", .vehicle, .resourceName(name3, .vehicles)),

@@ -6,7 +6,7 @@ import Logging
 /// size is the bound on fetches in flight.
 final class ProviderClient: TokenFetcher {
     private let template: ProviderURLTemplate
-    private let pool: ConnectionPool
+    private let pool: HTTP1UpstreamPool
     private let clock: TokenClock
     private let loop: EventLoop
     private let timeout: Double
@@ -35,7 +35,7 @@ final class ProviderClient: TokenFetcher {
         var limits = ClientLimits()
         limits.responseTimeout = timeout
         limits.connectTimeout = timeout
-        pool = ConnectionPool(loop: loop, origin: origin, tls: tls, maxConnections: concurrency, limits: limits, logger: logger)
+        pool = HTTP1UpstreamPool(loop: loop, origin: origin, tls: tls, maxConnections: concurrency, limits: limits, logger: logger)
     }
 
     func fetch(_ key: EntityKey, completion: @escaping (Result<FetchedToken, ProxyFailure>) -> Void) {
@@ -76,7 +76,7 @@ final class ProviderClient: TokenFetcher {
         inFlight.removeValue(forKey: ObjectIdentifier(exchange))
     }
 
-    fileprivate func discard(_ connection: HTTP1ClientConnection) {
+    fileprivate func discard(_ connection: HTTP1UpstreamConnection) {
         pool.discard(connection, reason: "provider fetch abandoned")
     }
 
@@ -125,7 +125,7 @@ private final class ProviderExchange: ResponseSink {
     var timer: ScheduledWork?
     /// The fetch's place in the pool's queue, cancelled when the fetch ends (timeout).
     var ticket: PoolTicket?
-    var connection: HTTP1ClientConnection?
+    var connection: HTTP1UpstreamConnection?
     private var status = 0
     private var body: [UInt8] = []
     private var dechunker: ChunkedBodyScanner?
@@ -155,12 +155,12 @@ private final class ProviderExchange: ResponseSink {
         finish(.failure(.providerUnavailable("token provider did not answer within \(Int(client.timeoutSeconds)) s")))
     }
 
-    func responseHead(_ head: ResponseHead, from connection: HTTP1ClientConnection) {
+    func responseHead(_ head: ResponseHead, from connection: HTTP1UpstreamConnection) {
         status = head.status
         if head.framing(requestMethod: "GET") == .chunked { dechunker = ChunkedBodyScanner() }
     }
 
-    func responseBody(_ buffer: OpaquePointer, count: Int, from connection: HTTP1ClientConnection) {
+    func responseBody(_ buffer: OpaquePointer, count: Int, from connection: HTTP1UpstreamConnection) {
         if !tooLarge && body.count + count <= Self.maxBody {
             forEachChain(of: buffer, limit: count) { piece in
                 if var d = dechunker {
@@ -177,7 +177,7 @@ private final class ProviderExchange: ResponseSink {
         evbuffer_drain(buffer, count)
     }
 
-    func responseEnded(from connection: HTTP1ClientConnection) {
+    func responseEnded(from connection: HTTP1UpstreamConnection) {
         self.connection = nil
         if tooLarge {
             finish(.failure(.providerAnswerUnusable("token provider answer is larger than \(Self.maxBody) bytes")))
@@ -196,7 +196,7 @@ private final class ProviderExchange: ResponseSink {
         finish(.failure(.providerUnavailable("token provider connection failed: \(failure.message)")))
     }
 
-    func connectionDrained(_ connection: HTTP1ClientConnection) {}
+    func connectionDrained(_ connection: HTTP1UpstreamConnection) {}
 }
 
 /// An id for an error message: quoted, and cut short so a huge id cannot flood a log.

@@ -9,7 +9,7 @@ import Logging
 /// Authorization) and the body in its own framing, then relays the answer. One call at a time;
 /// pipelined requests wait in the input buffer. Its owner is the `ProxyServer`;
 /// `close(reason:)` is its one way out.
-final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseSink {
+final class HTTP1ClientConnection: ClientConnection, TransportDelegate, ResponseSink {
     /// How the request body arrives from the client.
     private enum RequestBody {
         case remaining(Int)
@@ -30,7 +30,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         /// forwarded with a Content-Length, and kept for one resend.
         var held: [UInt8]?
         var token: String?
-        var upstream: HTTP1ClientConnection?
+        var upstream: HTTP1UpstreamConnection?
         var ticket: PoolTicket?
         /// Bytes reserved from the process-wide buffer budget for this call.
         var reserved = 0
@@ -510,7 +510,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
     /// the client's is copied), the body's framing from its own parse, and the entity's token;
     /// then `body`, in the same write.
     private func sendHead(
-        _ head: RequestHead, token: String, bodyLength: Int, body: [UInt8] = [], to upstream: HTTP1ClientConnection
+        _ head: RequestHead, token: String, bodyLength: Int, body: [UInt8] = [], to upstream: HTTP1UpstreamConnection
     ) {
         let host = core.upstreamOrigin.hostHeader
         let bound = head.method.utf8.count + head.targetLength + host.utf8.count + token.utf8.count
@@ -539,7 +539,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
 
     var requestFullySent: Bool { exchange.call?.requestSent ?? true }
 
-    func responseHead(_ head: ResponseHead, from connection: HTTP1ClientConnection) {
+    func responseHead(_ head: ResponseHead, from connection: HTTP1UpstreamConnection) {
         guard let call, connection === call.upstream else { return }
         guard exchange.responseHead(status: head.status) == .one(.relayResponse) else { return }
         call.record.status = head.status
@@ -591,7 +591,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         if n > 0 { transport.moveIn(from: corked, count: n) }
     }
 
-    func responseBody(_ buffer: OpaquePointer, count: Int, from connection: HTTP1ClientConnection) {
+    func responseBody(_ buffer: OpaquePointer, count: Int, from connection: HTTP1UpstreamConnection) {
         guard let call, connection === call.upstream, exchange.phase == .forwarding, exchange.call?.responseStarted == true else {
             evbuffer_drain(buffer, count)
             return
@@ -612,7 +612,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         if transport.outputLength > core.limits.bufferHighWater { connection.pauseReading() }
     }
 
-    func responseEnded(from connection: HTTP1ClientConnection) {
+    func responseEnded(from connection: HTTP1UpstreamConnection) {
         guard let call, connection === call.upstream else { return }
         call.upstream = nil
         uncork()
@@ -626,7 +626,7 @@ final class HTTP1ProxyConnection: ClientConnection, TransportDelegate, ResponseS
         perform(exchange.responseFailed(failure, retryable: retryable))
     }
 
-    func connectionDrained(_ connection: HTTP1ClientConnection) {
+    func connectionDrained(_ connection: HTTP1UpstreamConnection) {
         guard let call, connection === call.upstream else { return }
         if connection.outputLength < core.limits.bufferHighWater { pumpRequestBody() }
     }

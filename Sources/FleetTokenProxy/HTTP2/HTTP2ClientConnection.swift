@@ -16,7 +16,7 @@ import Logging
 /// back as bytes arrive, stream-level credit only for the first message (before routing) and
 /// then as bytes leave for the upstream, so a stream's window bounds what it can make the
 /// sidecar hold. Owned by the `ProxyServer`; `close(reason:)` is its one way out.
-final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2SessionDelegate {
+final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2SessionDelegate {
     private var transport: Transport
     private var session: H2Session!
     private let core: ProxyCore
@@ -519,7 +519,7 @@ final class HTTP2ProxyConnection: ClientConnection, TransportDelegate, H2Session
         fetchingStream = outer
     }
 
-    // MARK: Answers from the upstream (called by UpstreamH2Connection)
+    // MARK: Answers from the upstream (called by HTTP2UpstreamConnection)
 
     /// The upstream's response head arrived. `retryable`: an UNAUTHENTICATED/401 answer that
     /// may be sent again with a fresh token.

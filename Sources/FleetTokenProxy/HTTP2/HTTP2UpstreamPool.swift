@@ -4,14 +4,14 @@ import Logging
 /// A few multiplexed HTTP/2 connections to Fleet Engine shared by every HTTP/2 call: a call
 /// goes on the least loaded connection with room under the peer's stream limit; a new
 /// connection is opened only when none has room.
-final class UpstreamH2Pool {
+final class HTTP2UpstreamPool {
     let origin: Origin
     private let loop: EventLoop
     private let tls: TLSContext?
     private let maxConnections: Int
     private let connectTimeout: Double
     private let logger: Logger
-    private var connections: [UpstreamH2Connection] = []
+    private var connections: [HTTP2UpstreamConnection] = []
     /// Calls waiting because every connection is full and no more may be opened.
     private var waiting = FIFO<H2Call>()
     private var nextID = 0
@@ -34,7 +34,7 @@ final class UpstreamH2Pool {
         }
         // The least loaded connection with room, first of equals (a loop: no array of
         // candidates per call).
-        var best: UpstreamH2Connection?
+        var best: HTTP2UpstreamConnection?
         for connection in connections where connection.hasRoom && connection.load < best?.load ?? .max {
             best = connection
         }
@@ -48,7 +48,7 @@ final class UpstreamH2Pool {
                 call.client?.upstreamFailed(call, failure: failure, errorCode: 0)
             case .success(let bev):
                 nextID += 1
-                let connection = UpstreamH2Connection(bev: bev, pool: self, origin: origin, isTLS: tls != nil, idleTimeout: connectTimeout, loop: loop, id: nextID)
+                let connection = HTTP2UpstreamConnection(bev: bev, pool: self, origin: origin, isTLS: tls != nil, idleTimeout: connectTimeout, loop: loop, id: nextID)
                 logger.debug("upstream HTTP/2 connection opened", metadata: ["origin": "\(origin)", "connections": "\(connections.count + 1)"])
                 connections.append(connection)
                 connection.start(call)
@@ -60,14 +60,14 @@ final class UpstreamH2Pool {
     }
 
     /// A connection's streams changed: hand it waiting calls if it has room now.
-    func loadChanged(_ connection: UpstreamH2Connection) {
+    func loadChanged(_ connection: HTTP2UpstreamConnection) {
         while connection.hasRoom, let call = waiting.pop() {
             if call.client != nil && !call.state.isFinished { connection.start(call) }
         }
     }
 
     /// Closes a connection that broke, went away or idled; its calls are retried or failed.
-    func discard(_ connection: UpstreamH2Connection, reason: String) {
+    func discard(_ connection: HTTP2UpstreamConnection, reason: String) {
         guard let i = connections.firstIndex(where: { $0 === connection }) else { return }
         connections.remove(at: i)
         logger.debug("upstream HTTP/2 connection closed", metadata: ["origin": "\(origin)", "reason": "\(reason)"])

@@ -4,14 +4,14 @@ import Logging
 
 /// One multiplexed HTTP/2 connection to Fleet Engine (TLS with ALPN `h2`, or h2c with prior
 /// knowledge for an `http://` upstream), carrying the streams of many client calls.
-/// Owned by its `UpstreamH2Pool`, which is its one close path.
-final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
+/// Owned by its `HTTP2UpstreamPool`, which is its one close path.
+final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     enum State { case connecting, ready, goingAway, closed }
 
     private(set) var state: State = .connecting
     private var transport: Transport!
     private var session: H2Session?
-    private unowned let pool: UpstreamH2Pool
+    private unowned let pool: HTTP2UpstreamPool
     private let origin: Origin
     private let isTLS: Bool
     /// Calls waiting for the connection to be ready.
@@ -32,7 +32,7 @@ final class UpstreamH2Connection: TransportDelegate, H2SessionDelegate {
     /// The connect timeout, kept as the bound on an idle connection.
     private let idleTimeout: Double
 
-    init(bev: OpaquePointer, pool: UpstreamH2Pool, origin: Origin, isTLS: Bool, idleTimeout: Double, loop: EventLoop, id: Int) {
+    init(bev: OpaquePointer, pool: HTTP2UpstreamPool, origin: Origin, isTLS: Bool, idleTimeout: Double, loop: EventLoop, id: Int) {
         self.pool = pool
         self.origin = origin
         self.isTLS = isTLS

@@ -2,9 +2,9 @@ import CEvent
 import Logging
 
 /// One keep-alive HTTP/1.1 connection to an origin (Fleet Engine or the token provider),
-/// owned by its `ConnectionPool`. The borrower writes a whole request into `output`, then calls
+/// owned by its `HTTP1UpstreamPool`. The borrower writes a whole request into `output`, then calls
 /// `beginExchange`; the response arrives at the borrower's `ResponseSink`.
-final class HTTP1ClientConnection: TransportDelegate {
+final class HTTP1UpstreamConnection: TransportDelegate {
     private enum State {
         case connecting
         case idle
@@ -22,7 +22,7 @@ final class HTTP1ClientConnection: TransportDelegate {
     private var transport: Transport!
     private var state: State = .connecting
     /// Unowned: the pool outlives every connection it dials (it closes them in its own close()).
-    private unowned let pool: ConnectionPool
+    private unowned let pool: HTTP1UpstreamPool
     private weak var sink: ResponseSink?
     private var requestMethod = "GET"
     private var headReceived = false
@@ -31,12 +31,12 @@ final class HTTP1ClientConnection: TransportDelegate {
     /// True once one exchange completed on this connection: a failure before any answer on a
     /// reused connection is the keep-alive race, and the request may be sent again.
     private(set) var reused = false
-    /// Its place in the pool's list of lent connections (`ConnectionPool.Lent`); -1 when not
+    /// Its place in the pool's list of lent connections (`HTTP1UpstreamPool.Lent`); -1 when not
     /// lent. Only the pool reads and sets it.
     var lentSlot = -1
     let id: Int
 
-    init(bev: OpaquePointer, pool: ConnectionPool, limits: ClientLimits, id: Int, isTLS: Bool) {
+    init(bev: OpaquePointer, pool: HTTP1UpstreamPool, limits: ClientLimits, id: Int, isTLS: Bool) {
         self.pool = pool
         self.limits = limits
         self.id = id
@@ -266,7 +266,7 @@ final class HTTP1ClientConnection: TransportDelegate {
 
 extension ResponseSink {
     /// Default: the request side needs no write backpressure signal.
-    func connectionDrained(_ connection: HTTP1ClientConnection) {}
+    func connectionDrained(_ connection: HTTP1UpstreamConnection) {}
     /// Default: the borrower wrote its whole request before `beginExchange`.
     var requestFullySent: Bool { true }
 }

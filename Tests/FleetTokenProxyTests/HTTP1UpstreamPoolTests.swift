@@ -8,7 +8,7 @@ import Glibc
 
 /// The pool's queue of borrowers, against a loopback listener that never accepts (the kernel
 /// completes the handshakes, so dials succeed and no answer ever comes).
-final class ConnectionPoolTests: XCTestCase {
+final class HTTP1UpstreamPoolTests: XCTestCase {
     private var loop: EventLoop!
     private var listenFD: Int32 = -1
     private var origin: Origin!
@@ -36,8 +36,8 @@ final class ConnectionPoolTests: XCTestCase {
         loop = nil
     }
 
-    private func pool(maxConnections: Int = 1) -> ConnectionPool {
-        ConnectionPool(loop: loop, origin: origin, tls: nil, maxConnections: maxConnections, logger: Logger(label: "test"))
+    private func pool(maxConnections: Int = 1) -> HTTP1UpstreamPool {
+        HTTP1UpstreamPool(loop: loop, origin: origin, tls: nil, maxConnections: maxConnections, logger: Logger(label: "test"))
     }
 
     /// Runs the loop until `done` or `timeout` passed.
@@ -51,8 +51,8 @@ final class ConnectionPoolTests: XCTestCase {
     }
 
     /// One connection, borrowed.
-    private func borrowed(from pool: ConnectionPool) -> HTTP1ClientConnection? {
-        var connection: HTTP1ClientConnection?
+    private func borrowed(from pool: HTTP1UpstreamPool) -> HTTP1UpstreamConnection? {
+        var connection: HTTP1UpstreamConnection?
         pool.acquire { if case .success(let c) = $0 { connection = c } }
         run { connection != nil }
         return connection
@@ -61,11 +61,11 @@ final class ConnectionPoolTests: XCTestCase {
     func testWaitersAreBoundedAndThoseOverTheBoundFailAtOnce() {
         let pool = pool()
         var failures = 0
-        for _ in 0..<(ConnectionPool.defaultMaxWaiters + 77) {
+        for _ in 0..<(HTTP1UpstreamPool.defaultMaxWaiters + 77) {
             pool.acquire { if case .failure = $0 { failures += 1 } }
         }
         // The first dials; the next `defaultMaxWaiters` wait; the rest are refused.
-        XCTAssertEqual(pool.waiting, ConnectionPool.defaultMaxWaiters)
+        XCTAssertEqual(pool.waiting, HTTP1UpstreamPool.defaultMaxWaiters)
         XCTAssertEqual(failures, 76)
         pool.close()
     }
@@ -79,7 +79,7 @@ final class ConnectionPoolTests: XCTestCase {
         tickets.forEach { $0.cancel() }
         tickets.forEach { $0.cancel() } // idempotent
         XCTAssertEqual(pool.waiting, 0)
-        var live: HTTP1ClientConnection?
+        var live: HTTP1UpstreamConnection?
         let liveTicket = pool.acquire { if case .success(let c) = $0 { live = c } }
         XCTAssertTrue(liveTicket.isPending)
         pool.release(connection, reusable: true)
@@ -108,7 +108,7 @@ final class ConnectionPoolTests: XCTestCase {
         let ticket = pool.acquire { _ in called = true }
         ticket.cancel()
         XCTAssertEqual(pool.totalConnections, 1)
-        var next: HTTP1ClientConnection?
+        var next: HTTP1UpstreamConnection?
         run(timeout: 0.2) { false } // the dial completes meanwhile
         XCTAssertFalse(called)
         // The dial finished meanwhile; the connection is idle and handed out at once.

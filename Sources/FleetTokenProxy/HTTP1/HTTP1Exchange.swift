@@ -1,6 +1,6 @@
 /// The life of one HTTP/1.1 client connection, one call at a time: a value with events in and
 /// actions out, no sockets, no clock of its own (times are passed in), so every transition is
-/// unit-tested. `HTTP1ProxyConnection` is the I/O shell that feeds it and carries out what it
+/// unit-tested. `HTTP1ClientConnection` is the I/O shell that feeds it and carries out what it
 /// returns; every flag the call's progress needs lives here and nowhere else.
 ///
 ///     readingHead(deadline) ─head─▶ readingBody ─body in─▶ awaitingToken ─token─▶ awaitingUpstream

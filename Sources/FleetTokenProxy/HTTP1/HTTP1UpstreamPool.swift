@@ -12,8 +12,8 @@ import Glibc
 /// cancels it when it stops waiting (timed out, client gone): a cancelled ticket's completion
 /// is dropped at once and its place skipped. The pool is the one place that frees its
 /// connections.
-final class ConnectionPool {
-    typealias Completion = (Result<HTTP1ClientConnection, ProxyFailure>) -> Void
+final class HTTP1UpstreamPool {
+    typealias Completion = (Result<HTTP1UpstreamConnection, ProxyFailure>) -> Void
     /// Borrowers that may wait for a connection at once, by default; past it `acquire` fails.
     static let defaultMaxWaiters = 1024
 
@@ -24,9 +24,9 @@ final class ConnectionPool {
     private let limits: ClientLimits
     private let logger: Logger
     /// Most recently used last: reuse the warmest connection.
-    private var idle: [HTTP1ClientConnection] = []
+    private var idle: [HTTP1UpstreamConnection] = []
     /// Connections being dialed, with the borrower each one is for.
-    private var dialing: [ObjectIdentifier: (connection: HTTP1ClientConnection, ticket: PoolTicket)] = [:]
+    private var dialing: [ObjectIdentifier: (connection: HTTP1UpstreamConnection, ticket: PoolTicket)] = [:]
     /// Lent to borrowers.
     private var busy = Lent()
     /// Tickets waiting for a connection; cancelled ones stay until they reach the front.
@@ -43,7 +43,7 @@ final class ConnectionPool {
     private var closed = false
 
     init(loop: EventLoop, origin: Origin, tls: TLSContext?, maxConnections: Int, limits: ClientLimits = ClientLimits(),
-         maxWaiters: Int = ConnectionPool.defaultMaxWaiters, logger: Logger) {
+         maxWaiters: Int = HTTP1UpstreamPool.defaultMaxWaiters, logger: Logger) {
         self.loop = loop
         self.origin = origin
         self.tls = tls
@@ -57,7 +57,7 @@ final class ConnectionPool {
 
     /// An idle connection, now, for a borrower that can use one at once; nil when none is idle
     /// (then `acquire`). A warm pool's connection so costs no ticket and no completion closure.
-    func takeIdle() -> HTTP1ClientConnection? {
+    func takeIdle() -> HTTP1UpstreamConnection? {
         guard !closed, let connection = idle.popLast() else { return nil }
         busy.insert(connection)
         return connection
@@ -112,7 +112,7 @@ final class ConnectionPool {
     }
 
     /// Gives a connection back after a complete exchange.
-    func release(_ connection: HTTP1ClientConnection, reusable: Bool) {
+    func release(_ connection: HTTP1UpstreamConnection, reusable: Bool) {
         guard busy.remove(connection) else { return }
         guard reusable, !closed else {
             connection.closeTransport()
@@ -129,7 +129,7 @@ final class ConnectionPool {
     }
 
     /// Closes a connection that broke or is not to be reused, wherever it is.
-    func discard(_ connection: HTTP1ClientConnection, reason: String) {
+    func discard(_ connection: HTTP1UpstreamConnection, reason: String) {
         if !busy.remove(connection) {
             if let i = idle.firstIndex(where: { $0 === connection }) { idle.remove(at: i) }
         }
@@ -155,7 +155,7 @@ final class ConnectionPool {
 
     // MARK: Dialing
 
-    func connected(_ connection: HTTP1ClientConnection) {
+    func connected(_ connection: HTTP1UpstreamConnection) {
         guard let d = dialing.removeValue(forKey: ObjectIdentifier(connection)) else { return }
         if let bev = connection.bufferevent { Dialer.setNoDelay(bev) }
         busy.insert(connection)
@@ -167,7 +167,7 @@ final class ConnectionPool {
         }
     }
 
-    func dialFailed(_ connection: HTTP1ClientConnection, reason: String) {
+    func dialFailed(_ connection: HTTP1UpstreamConnection, reason: String) {
         guard let d = dialing.removeValue(forKey: ObjectIdentifier(connection)) else { return }
         connection.closeTransport()
         logger.debug("cannot connect", metadata: ["origin": "\(origin)", "reason": "\(reason)"])
@@ -188,34 +188,34 @@ final class ConnectionPool {
         case .failure(let failure):
             ticket.complete(.failure(failure))
         case .success(let bev):
-            let connection = HTTP1ClientConnection(bev: bev, pool: self, limits: limits, id: nextID, isTLS: tls != nil)
+            let connection = HTTP1UpstreamConnection(bev: bev, pool: self, limits: limits, id: nextID, isTLS: tls != nil)
             dialing[ObjectIdentifier(connection)] = (connection, ticket)
         }
     }
 }
 
-extension ConnectionPool {
+extension HTTP1UpstreamPool {
     /// The connections lent out: an array and each connection's place in it, so lending and
     /// taking back cost no hashing (a dictionary by `ObjectIdentifier` cost about 500
     /// instructions a call).
     struct Lent {
-        private var connections: [HTTP1ClientConnection] = []
+        private var connections: [HTTP1UpstreamConnection] = []
 
         var count: Int { connections.count }
 
-        mutating func insert(_ connection: HTTP1ClientConnection) {
+        mutating func insert(_ connection: HTTP1UpstreamConnection) {
             if contains(connection) { return }
             connection.lentSlot = connections.count
             connections.append(connection)
         }
 
-        func contains(_ connection: HTTP1ClientConnection) -> Bool {
+        func contains(_ connection: HTTP1UpstreamConnection) -> Bool {
             let slot = connection.lentSlot
             return slot >= 0 && slot < connections.count && connections[slot] === connection
         }
 
         /// False when `connection` is not lent.
-        mutating func remove(_ connection: HTTP1ClientConnection) -> Bool {
+        mutating func remove(_ connection: HTTP1UpstreamConnection) -> Bool {
             guard contains(connection) else { return false }
             let slot = connection.lentSlot
             let last = connections.removeLast()
@@ -227,7 +227,7 @@ extension ConnectionPool {
             return true
         }
 
-        mutating func removeAll() -> [HTTP1ClientConnection] {
+        mutating func removeAll() -> [HTTP1UpstreamConnection] {
             let all = connections
             connections.removeAll()
             for c in all { c.lentSlot = -1 }
@@ -236,16 +236,16 @@ extension ConnectionPool {
     }
 }
 
-/// A borrower's place in a `ConnectionPool`: completed once with a connection or a failure,
+/// A borrower's place in a `HTTP1UpstreamPool`: completed once with a connection or a failure,
 /// unless cancelled first. Cancel it when the call stops waiting (timeout, client gone); a
 /// connection it already received is the borrower's to release.
 final class PoolTicket {
-    private var completion: ConnectionPool.Completion?
+    private var completion: HTTP1UpstreamPool.Completion?
     /// Set while the ticket waits in the pool's queue, so cancelling frees its place.
-    private weak var pool: ConnectionPool?
+    private weak var pool: HTTP1UpstreamPool?
     fileprivate var queued = false
 
-    fileprivate init(_ completion: @escaping ConnectionPool.Completion, pool: ConnectionPool) {
+    fileprivate init(_ completion: @escaping HTTP1UpstreamPool.Completion, pool: HTTP1UpstreamPool) {
         self.completion = completion
         self.pool = pool
     }
@@ -260,7 +260,7 @@ final class PoolTicket {
         if queued, let pool { pool.waiterCancelled() }
     }
 
-    fileprivate func complete(_ result: Result<HTTP1ClientConnection, ProxyFailure>) {
+    fileprivate func complete(_ result: Result<HTTP1UpstreamConnection, ProxyFailure>) {
         queued = false
         guard let completion else { return }
         self.completion = nil

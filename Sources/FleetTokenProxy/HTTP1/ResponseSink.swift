@@ -1,18 +1,18 @@
-/// Receives one response from an `HTTP1ClientConnection`, in order: a head, zero or more body
+/// Receives one response from an `HTTP1UpstreamConnection`, in order: a head, zero or more body
 /// pieces, then exactly one of `responseEnded` or `responseFailed`.
 protocol ResponseSink: AnyObject {
-    func responseHead(_ head: ResponseHead, from connection: HTTP1ClientConnection)
+    func responseHead(_ head: ResponseHead, from connection: HTTP1UpstreamConnection)
     /// `count` body bytes are at the front of `buffer`; the sink must remove all of them
     /// (move them on, or drain them).
-    func responseBody(_ buffer: OpaquePointer, count: Int, from connection: HTTP1ClientConnection)
+    func responseBody(_ buffer: OpaquePointer, count: Int, from connection: HTTP1UpstreamConnection)
     /// The body is complete. The connection is already back in its pool (or closed).
-    func responseEnded(from connection: HTTP1ClientConnection)
+    func responseEnded(from connection: HTTP1UpstreamConnection)
     /// The exchange broke. `headReceived` says whether `responseHead` was already called;
     /// `retryable` says the request can be sent again safely (a reused connection that the
     /// peer closed before answering).
     func responseFailed(_ failure: ProxyFailure, headReceived: Bool, retryable: Bool)
     /// The request side's output drained (write backpressure released).
-    func connectionDrained(_ connection: HTTP1ClientConnection)
+    func connectionDrained(_ connection: HTTP1UpstreamConnection)
     /// Whether the whole request was written: a connection whose request was cut short is
     /// never reused. Asked when the answer ends.
     var requestFullySent: Bool { get }
