@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the fuzz targets' seed corpora (Fuzz/Corpus/<target>/): real Fleet Engine calls of
-every SPEC §3 REST route and gRPC method, provider answers in both expiry conventions, tricky
+every docs/CONTRACT.md §3 REST route and gRPC method, provider answers in both expiry conventions, tricky
 heads. Run from anywhere; the seeds are committed, so run it again only when it changes."""
 import base64, gzip, hashlib, json, os, struct
 
@@ -17,7 +17,7 @@ def write(target, data):
         f.write(data)
 
 
-# REST routes of SPEC §3: (method, target).
+# REST routes of docs/CONTRACT.md §3: (method, target).
 REST = [
     ("GET", f"/v1/providers/{P}/vehicles/v-1"), ("PUT", f"/v1/providers/{P}/vehicles/v-1?updateMask=state"),
     ("DELETE", f"/v1/providers/{P}/vehicles/v-1"), ("POST", f"/v1/providers/{P}/vehicles/v-1:updateAttributes"),

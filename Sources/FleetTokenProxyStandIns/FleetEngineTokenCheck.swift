@@ -1,6 +1,6 @@
 import FleetTokenProxy
 
-/// How the stand-in Fleet Engine judges a call's token: the checks Fleet Engine makes (SPEC §2),
+/// How the stand-in Fleet Engine judges a call's token: the checks Fleet Engine makes (docs/CONTRACT.md §2),
 /// in the order it makes them, so a sidecar that attaches a wrong, stale or foreign token is
 /// caught on loopback the way production would catch it.
 public struct FleetEngineTokenCheck: Sendable {

@@ -1,6 +1,6 @@
 import FleetTokenProxy
 
-/// Mints compact RS256 JWTs shaped the way Fleet Engine expects them (SPEC §2), as an operator's
+/// Mints compact RS256 JWTs shaped the way Fleet Engine expects them (docs/CONTRACT.md §2), as an operator's
 /// token provider would. The stand-in provider hands them out; tests mint them directly, and
 /// mint wrong ones on purpose by editing `Claims` before `mint(_:)`:
 ///
@@ -73,7 +73,7 @@ public struct JWTMinter: Sendable {
             }
         }
 
-        /// The claim as Fleet Engine spells it (SPEC §2).
+        /// The claim as Fleet Engine spells it (docs/CONTRACT.md §2).
         var jsonObject: [String: JSONish] {
             var object: [String: JSONish] = [:]
             object["vehicleid"] = vehicleID.map(JSONish.string)

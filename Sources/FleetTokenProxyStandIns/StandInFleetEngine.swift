@@ -48,7 +48,7 @@ public final class StandInFleetEngine {
 
     /// - Parameters:
     ///   - publicKey, keyID: the token provider's signing key, the only one trusted.
-    ///   - classify: the sidecar's own routing (SPEC §3), so both sides agree on the entity.
+    ///   - classify: the sidecar's own routing (docs/CONTRACT.md §3), so both sides agree on the entity.
     ///   - wallClock: seconds since the Unix epoch, to judge `iat` and `exp`.
     public init(
         publicKey: RSAPublicKey, keyID: String,

@@ -5,7 +5,7 @@ import Glibc
 import Darwin
 #endif
 
-/// A loopback token provider, the operator's backend in miniature (SPEC §4): it serves
+/// A loopback token provider, the operator's backend in miniature (docs/CONTRACT.md §4): it serves
 /// `GET /token/{provider}/{type}/{id}` with `{"token": <JWT>, <expiry field>: …}`, the JWT minted
 /// for exactly that entity. `behaviour` and `expiryStyle` make it answer the many ways real
 /// providers do, including badly, so the sidecar's handling of each can be tested.

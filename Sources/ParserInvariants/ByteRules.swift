@@ -1,4 +1,4 @@
-/// The byte rules of RFC 9110 and SPEC §2 written out again, plainly, so an invariant does not
+/// The byte rules of RFC 9110 and docs/CONTRACT.md §2 written out again, plainly, so an invariant does not
 /// check a parser against the parser's own (bit-twiddled) tables.
 enum ByteRules {
     /// tchar: `!#$%&'*+-.^_`|~`, digits, letters.
@@ -22,7 +22,7 @@ enum ByteRules {
         return bytes.allSatisfy { ($0 >= 0x20 && $0 != 0x7F) || $0 == 0x09 }
     }
 
-    /// SPEC §2: 1–64 Unicode scalars, none of `/ : \ ? #`, no control character (Cc).
+    /// docs/CONTRACT.md §2: 1–64 Unicode scalars, none of `/ : \ ? #`, no control character (Cc).
     static func isEntityID(_ id: String) -> Bool {
         let scalars = id.unicodeScalars
         guard !scalars.isEmpty, scalars.count <= 64 else { return false }

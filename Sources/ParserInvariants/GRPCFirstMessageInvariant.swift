@@ -2,7 +2,7 @@ import FleetTokenProxy
 
 /// A gRPC call's first bytes through everything that reads them: `GRPCMessageFrame`, then
 /// `GzipInflate` for a compressed message, `ProtobufReader` and `GRPCRoute.classify`. The first
-/// input byte picks the method (SPEC §3 gRPC table), the rest is the request stream.
+/// input byte picks the method (docs/CONTRACT.md §3 gRPC table), the rest is the request stream.
 ///
 /// Promises: a complete frame's payload lies inside the input and is as long as its prefix
 /// says; inflating never passes its bound; the protobuf reader never reports a field or value

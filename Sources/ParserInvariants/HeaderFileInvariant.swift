@@ -1,6 +1,6 @@
 import FleetTokenProxy
 
-/// `HeaderLine.parseFile` and `HeaderLine.parse` (SPEC §6 `--provider-header-file`). Promises:
+/// `HeaderLine.parseFile` and `HeaderLine.parse` (docs/CONTRACT.md §6 `--provider-header-file`). Promises:
 /// every header they accept has a token name that is not one the sidecar owns, and a non-empty
 /// value without CR, LF, NUL or other control bytes (HTAB aside) or outer whitespace, so it
 /// cannot add or split a line of the request sent to the provider.

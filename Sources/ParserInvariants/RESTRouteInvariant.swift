@@ -2,7 +2,7 @@ import FleetTokenProxy
 
 /// `RESTRoute.classify` and `PercentDecoding`. The input is `method LF target`.
 ///
-/// Promises: a routed call's provider and entity ids obey SPEC §2 (no `/ : \ ? #`, no control
+/// Promises: a routed call's provider and entity ids obey docs/CONTRACT.md §2 (no `/ : \ ? #`, no control
 /// character, 1–64 characters) whatever the escapes; the provider is the decoded provider
 /// segment; percent-encoding any text and decoding it gives the text back, and decoding never
 /// turns two different spellings of invalid UTF-8 into one id.

@@ -7,7 +7,7 @@ import Darwin
 #endif
 import Logging
 
-/// `fleet-token-proxy serve`: the sidecar itself (SPEC §6).
+/// `fleet-token-proxy serve`: the sidecar itself (docs/CONTRACT.md §6).
 struct Serve: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the sidecar.")
 
@@ -163,7 +163,7 @@ struct Serve: ParsableCommand {
     }
 }
 
-/// A path that must be readable at start-up (SPEC §6: an unreadable file stops start-up).
+/// A path that must be readable at start-up (docs/CONTRACT.md §6: an unreadable file stops start-up).
 func readableFile(_ path: String?, flag: String) throws -> String? {
     guard let path else { return nil }
     guard access(path, R_OK) == 0 else {

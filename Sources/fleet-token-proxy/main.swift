@@ -7,7 +7,7 @@ import Darwin
 #endif
 import Logging
 
-/// `serve`'s flags, for the environment-variable mapping (SPEC §6).
+/// `serve`'s flags, for the environment-variable mapping (docs/CONTRACT.md §6).
 let serveFlags: [EnvironmentArguments.Flag] = [
     .init("access-log", takesValue: false),
     .init("listen"), .init("allow-non-loopback", takesValue: false), .init("upstream"),

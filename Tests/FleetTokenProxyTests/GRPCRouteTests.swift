@@ -61,7 +61,7 @@ final class GRPCRouteTests: XCTestCase {
 
     // MARK: - The table, row by row
 
-    /// One request per method of SPEC §3, shaped like the official client's (field numbers of
+    /// One request per method of docs/CONTRACT.md §3, shaped like the official client's (field numbers of
     /// the Fleet Engine protos), with the entity the call must be keyed on.
     private func tableRows() -> [(path: String, message: [UInt8], expected: EntityKey)] {
         let v = Self.vehicleService, t = Self.tripService, d = Self.deliveryService

@@ -1,7 +1,7 @@
 import XCTest
 @testable import FleetTokenProxy
 
-/// SPEC §5 and §7: how each way the sidecar refuses a call reads to REST and gRPC clients.
+/// docs/CONTRACT.md §5 and §7: how each way the sidecar refuses a call reads to REST and gRPC clients.
 final class ProxyFailureTests: XCTestCase {
     func testEveryFailureMapsToTheSpecifiedStatuses() {
         let table: [(ProxyFailure, http: Int, grpc: Int, name: String)] = [

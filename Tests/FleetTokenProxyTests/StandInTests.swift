@@ -83,7 +83,7 @@ class StandInTestCase: XCTestCase {
         init(_ now: Double) { self.now = now }
     }
 
-    /// Just enough of SPEC §3 for the stand-in's own tests; the sidecar's router is tested elsewhere.
+    /// Just enough of docs/CONTRACT.md §3 for the stand-in's own tests; the sidecar's router is tested elsewhere.
     static func classify(method: String, target: String) -> Result<EntityKey, ProxyFailure> {
         let path = target.split(separator: "?", maxSplits: 1)[0]
         let segments = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)

@@ -100,7 +100,7 @@ final class SocketActivationTests: XCTestCase {
         XCTAssertEqual(child.waitForExit(timeout: 10), 0, child.log)
     }
 
-    /// SPEC §6 holds for adopted sockets as for `--listen`: one bound to every address is
+    /// docs/CONTRACT.md §6 holds for adopted sockets as for `--listen`: one bound to every address is
     /// refused at start-up with one line and exit status 2.
     func testAdoptedSocketNotOnLoopbackIsRefused() throws {
         let child = try startActivated(boundTo: "0.0.0.0")

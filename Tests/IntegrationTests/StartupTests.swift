@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// SPEC §6: a bad flag, an unreadable file or a non-loopback listener stops start-up with one
+/// docs/CONTRACT.md §6: a bad flag, an unreadable file or a non-loopback listener stops start-up with one
 /// clear line on stderr and exit status 2; every flag also reads from the environment.
 final class StartupTests: XCTestCase {
     func serve(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, stderr: String) {

@@ -1,4 +1,4 @@
-"""Fleet Engine entities as the sidecar keys them (SPEC §2, §3), shared by the stand-ins and tests.
+"""Fleet Engine entities as the sidecar keys them (docs/CONTRACT.md §2, §3), shared by the stand-ins and tests.
 
 An entity is (provider, type, id); the type names are the sidecar's and the token provider URL's
 `{type}`: vehicle, trip, delivery_vehicle, task, tracking, fleet (whose id is always `*`).
@@ -52,7 +52,7 @@ class BadResourceName(ValueError):
 
 
 def valid_entity_id(entity_id: str) -> bool:
-    """SPEC §2: 1-64 Unicode characters, none of `/ : \\ ? #`, no control characters."""
+    """docs/CONTRACT.md §2: 1-64 Unicode characters, none of `/ : \\ ? #`, no control characters."""
     if not 1 <= len(entity_id) <= 64:
         return False
     return not any(c in _FORBIDDEN_ID_CHARACTERS or ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in entity_id)

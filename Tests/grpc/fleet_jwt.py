@@ -1,4 +1,4 @@
-"""RS256 JWTs shaped the way Fleet Engine expects them (SPEC §2): minted by the Python stand-in
+"""RS256 JWTs shaped the way Fleet Engine expects them (docs/CONTRACT.md §2): minted by the Python stand-in
 provider, judged by the stand-in Fleet Engine with the checks Fleet Engine makes, in its order.
 
 Claims: `iss` = `sub` = the provider's service account, `aud` = Fleet Engine, `iat`, `exp` (at

@@ -1,10 +1,10 @@
 """A stand-in Fleet Engine gRPC server that judges every call's token the way Fleet Engine does.
 
-Every method of SPEC §3's gRPC table is served, with the request and response messages of the
+Every method of docs/CONTRACT.md §3's gRPC table is served, with the request and response messages of the
 official `google-maps-fleetengine` and `google-maps-fleetengine-delivery` packages. For each call
 it reads the `authorization` metadata (`Bearer <jwt>`), checks the RS256 signature against the
 trusted provider keys, `aud`, `iss`/`sub`, `iat` (10 min skew), `exp` (lifetime at most 1 h),
-the project, and that the `authorization` claim covers the entity the request names (SPEC §2/§3).
+the project, and that the `authorization` claim covers the entity the request names (docs/CONTRACT.md §2/§3).
 A bad, missing or expired token gets UNAUTHENTICATED, a good token for another entity or
 project PERMISSION_DENIED, a request naming no valid entity INVALID_ARGUMENT; otherwise a valid
 response that echoes the entity's resource name.

@@ -1,4 +1,4 @@
-"""A loopback token provider in Python, the operator's backend in miniature (SPEC §4).
+"""A loopback token provider in Python, the operator's backend in miniature (docs/CONTRACT.md §4).
 
 It serves `GET /token/{provider}/{type}/{id}` with `{"token": <JWT>, "expirationTimestamp": …}`
 exactly as the Swift `fleet-token-proxy stand-in provider` does, but in the test process, so a

@@ -576,7 +576,7 @@ def test_client_trailers_and_authorization_are_never_forwarded(sidecar, fleet_en
     ("x-goog-api-key", "client-key"),
 ])
 def test_method_overrides_and_client_credentials_in_metadata_are_refused(sidecar, fleet_engine, new_id, name, value):
-    """SPEC §7: credentials come only from the sidecar, and the call runs the method it was
+    """docs/CONTRACT.md §7: credentials come only from the sidecar, and the call runs the method it was
     routed by; over gRPC as over HTTP/1.1 such a call is INVALID_ARGUMENT and never forwarded."""
     vehicle = Entity(PROVIDER_ID, VEHICLE, new_id())
     with grpc.insecure_channel(sidecar.address) as channel:

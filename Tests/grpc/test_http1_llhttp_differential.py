@@ -31,7 +31,7 @@ from sidecar_process import find_binary
 
 SEED = 9  # issue 9: the corpus is the same on every run, so a failure replays.
 
-# (method, target, body) of SPEC §3 REST calls.
+# (method, target, body) of docs/CONTRACT.md §3 REST calls.
 ROUTES = [
     ("GET", f"/v1/providers/{PROVIDER_ID}/vehicles/v-1", b""),
     ("PUT", f"/v1/providers/{PROVIDER_ID}/vehicles/v-1?updateMask=state", b'{"vehicleState":"ONLINE"}'),
@@ -252,7 +252,7 @@ def why_sidecar_is_right(message: bytes, sidecar: dict, llhttp: Reading) -> str 
     """Why the sidecar may accept what strict llhttp refuses; None when there is no reason."""
     if sidecar["method"] not in LLHTTP_METHODS and "method" in llhttp.error.lower():
         # RFC 9110 §9.1: a method is any token, and llhttp only knows a fixed list. The sidecar
-        # parses any token and then forwards only SPEC §3's GET/POST/PUT/PATCH/DELETE: other
+        # parses any token and then forwards only docs/CONTRACT.md §3's GET/POST/PUT/PATCH/DELETE: other
         # methods get its own 404/405 and never reach Fleet Engine.
         return "method unknown to llhttp"
     lengths = [v for n, v in sidecar["headers"] if n.lower() == "content-length"]

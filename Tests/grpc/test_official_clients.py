@@ -2,7 +2,7 @@
 
 The clients (`google-maps-fleetengine`, `google-maps-fleetengine-delivery` from PyPI) speak gRPC
 only. Pointed at the sidecar with an insecure channel, they send no token; the sidecar works out
-the entity from the request message (SPEC §3), attaches that entity's JWT and relays the call
+the entity from the request message (docs/CONTRACT.md §3), attaches that entity's JWT and relays the call
 over h2c to a stand-in Fleet Engine that checks the token's claims against the entity, as Fleet
 Engine does. Each test that can also runs "direct" (the test fetches the token itself and calls
 the stand-in), which checks the stand-ins and the test before the sidecar is involved.
@@ -57,7 +57,7 @@ PARENT = f"providers/{PROVIDER_ID}"
 
 
 # --------------------------------------------------------------------------------------------
-# Every method of SPEC §3, with the official clients
+# Every method of docs/CONTRACT.md §3, with the official clients
 # --------------------------------------------------------------------------------------------
 
 
@@ -270,7 +270,7 @@ def test_calls_share_a_few_upstream_connections(sidecar_route, fleet_engine, new
     with concurrent.futures.ThreadPoolExecutor(max_workers=100) as pool:
         list(pool.map(lambda _: _get_vehicle(sidecar_route, vehicle), range(100)))
 
-    # Multiplexed: not a connection per call (SPEC leaves "a small number" to the sidecar).
+    # Multiplexed: not a connection per call (docs/CONTRACT.md leaves how many to the sidecar).
     assert fleet_engine.mux.connections_opened("h2") - opened_before <= 4
 
 

@@ -2,7 +2,7 @@
 
 The sidecar tests pass only if the stand-in accepts each call; these show that it would not
 accept a wrong, stale or foreign token, so a sidecar that attached one would be caught. They
-also pin SPEC §3's field numbers against the published protos.
+also pin docs/CONTRACT.md §3's field numbers against the published protos.
 """
 from __future__ import annotations
 
@@ -183,8 +183,8 @@ def test_tokens_from_the_swift_standin_provider_are_accepted(fleet_engine, swift
     assert code == grpc.StatusCode.PERMISSION_DENIED
 
 
-# SPEC §3's gRPC table: the field (and nested path) that names the entity, by field number.
-SPEC_ENTITY_FIELDS = {
+# docs/CONTRACT.md §3's gRPC table: the field (and nested path) that names the entity, by field number.
+CONTRACT_ENTITY_FIELDS = {
     "VehicleService/GetVehicle": [("name", 3)],
     "VehicleService/UpdateVehicle": [("name", 3)],
     "VehicleService/UpdateVehicleAttributes": [("name", 3)],
@@ -215,7 +215,7 @@ SPEC_ENTITY_FIELDS = {
 
 @pytest.mark.parametrize("method", METHODS, ids=lambda m: m.short_name)
 def test_spec_field_numbers_match_the_published_protos(method):
-    for path, number in SPEC_ENTITY_FIELDS[method.short_name]:
+    for path, number in CONTRACT_ENTITY_FIELDS[method.short_name]:
         descriptor = method.request_type.pb().DESCRIPTOR
         *outer, last = path.split(".")
         for field in outer:

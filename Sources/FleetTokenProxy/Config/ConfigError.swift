@@ -1,4 +1,4 @@
-/// A configuration value the sidecar cannot start with (SPEC §6): bad flag value, bad header
+/// A configuration value the sidecar cannot start with (docs/CONTRACT.md §6): bad flag value, bad header
 /// line, bad URL. `message` is the one line printed on stderr before exiting with status 2, so
 /// it says what is wrong and never repeats a secret.
 public struct ConfigError: Error, CustomStringConvertible, Equatable, Sendable {

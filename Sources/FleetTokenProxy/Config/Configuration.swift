@@ -1,6 +1,6 @@
 import Logging
 
-/// Everything `serve` is configured with (SPEC §6), already parsed and checked.
+/// Everything `serve` is configured with (docs/CONTRACT.md §6), already parsed and checked.
 public struct Configuration: Sendable {
     public var listen: ListenAddress = .inet(host: "127.0.0.1", port: 4180)
     public var allowNonLoopback = false

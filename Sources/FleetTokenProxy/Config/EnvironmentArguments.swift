@@ -1,5 +1,5 @@
 /// Turns `FLEET_TOKEN_PROXY_<FLAG>` environment variables into command-line arguments, so a
-/// systemd `EnvironmentFile=` configures the same flags (SPEC §6). A flag given on the command
+/// systemd `EnvironmentFile=` configures the same flags (docs/CONTRACT.md §6). A flag given on the command
 /// line wins over its variable.
 public enum EnvironmentArguments {
     /// A flag `serve` understands, and whether it takes a value.

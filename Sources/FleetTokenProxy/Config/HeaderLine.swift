@@ -1,4 +1,4 @@
-/// Static headers sent to the token provider (SPEC §6 `--provider-header`,
+/// Static headers sent to the token provider (docs/CONTRACT.md §6 `--provider-header`,
 /// `--provider-header-file`). Their values are backend credentials: no message here ever
 /// contains a value, and a malformed line is not echoed either, since it may be a value.
 public enum HeaderLine {

@@ -6,7 +6,7 @@ import Musl
 import Darwin
 #endif
 
-/// Where the sidecar (or its admin endpoint) listens (SPEC §6 `--listen`, `--admin-listen`).
+/// Where the sidecar (or its admin endpoint) listens (docs/CONTRACT.md §6 `--listen`, `--admin-listen`).
 public enum ListenAddress: Equatable, Sendable, CustomStringConvertible {
     /// `host` is a numeric IPv4 or IPv6 literal in canonical form, without brackets.
     case inet(host: String, port: UInt16)

@@ -1,4 +1,4 @@
-/// The operator's token provider URL (SPEC §4, §6 `--provider-url`), such as
+/// The operator's token provider URL (docs/CONTRACT.md §4, §6 `--provider-url`), such as
 /// `https://auth.internal/fleet/token/{type}/{id}`, turned into one request target per entity.
 ///
 /// Placeholders: `{type}` (`vehicle`, `trip`, `delivery_vehicle`, `task`, `tracking`, `fleet`),

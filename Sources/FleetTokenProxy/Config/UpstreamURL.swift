@@ -1,4 +1,4 @@
-/// Where Fleet Engine calls are forwarded (SPEC §6 `--upstream`): an origin and nothing more.
+/// Where Fleet Engine calls are forwarded (docs/CONTRACT.md §6 `--upstream`): an origin and nothing more.
 public struct UpstreamURL: Equatable, Sendable, CustomStringConvertible {
     public enum Scheme: String, Sendable {
         case http, https

@@ -656,7 +656,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         keepAlive ? readNextRequest() : finishAndClose()
     }
 
-    /// Answers a call the sidecar refuses itself (SPEC §5) and either keeps the connection
+    /// Answers a call the sidecar refuses itself (docs/CONTRACT.md §5) and either keeps the connection
     /// for the next request or closes it once the answer is written.
     private func answerRefusal(_ failure: ProxyFailure, keepAlive: Bool) {
         core.statistics.refusedByStatus[failure.httpStatus, default: 0] += 1

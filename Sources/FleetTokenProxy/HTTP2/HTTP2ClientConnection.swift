@@ -411,7 +411,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
     private func route(_ call: H2Call) {
         guard call.state.phase == .routing else { return }
         // Checked before the route: a method override or a client credential is refused
-        // whatever the call is (SPEC §7), as over HTTP/1.1. Once: the head does not change, and
+        // whatever the call is (docs/CONTRACT.md §7), as over HTTP/1.1. Once: the head does not change, and
         // a gRPC call comes back here for each piece of its first message (with its rule set).
         if call.rule == nil, let failure = Self.headerRefusal(call.headers) {
             refuse(call, failure)

@@ -105,7 +105,7 @@ public enum SocketActivation {
         }
     }
 
-    /// SPEC §6 for sockets passed in as for `--listen`: each must be on loopback or a unix
+    /// docs/CONTRACT.md §6 for sockets passed in as for `--listen`: each must be on loopback or a unix
     /// socket unless `allowNonLoopback`. A socket of another family is refused too: nothing
     /// says who can reach it.
     public static func checkLoopback(_ sockets: [ActivatedSocket], allowNonLoopback: Bool) throws(ConfigError) {

@@ -1,5 +1,5 @@
 /// The process-wide budget for request bytes the sidecar holds before forwarding them
-/// (`ServerLimits.maxBufferedBytes`, SPEC §7): every connection reserves before it buffers and
+/// (`ServerLimits.maxBufferedBytes`, docs/CONTRACT.md §7): every connection reserves before it buffers and
 /// releases when the bytes leave or the call ends, so a flood of slow or hostile clients makes
 /// the sidecar refuse new work instead of growing.
 ///

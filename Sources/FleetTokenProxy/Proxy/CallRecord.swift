@@ -14,7 +14,7 @@ struct CallRecord {
     var entityType: String?
     /// HTTP status sent to the client (for gRPC, the HTTP status of the answer's head).
     var status = 0
-    /// The sidecar answered the call itself (SPEC §5) instead of relaying Fleet Engine's answer.
+    /// The sidecar answered the call itself (docs/CONTRACT.md §5) instead of relaying Fleet Engine's answer.
     var refusal: String?
     /// `hit` or `miss` once the token was looked up.
     var cacheOutcome: String?

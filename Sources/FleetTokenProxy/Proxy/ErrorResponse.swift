@@ -1,5 +1,5 @@
 /// The sidecar's own answers to calls it refuses, in the form Google's REST clients parse
-/// (`{"error":{"code","message","status"}}`, SPEC §5).
+/// (`{"error":{"code","message","status"}}`, docs/CONTRACT.md §5).
 enum ErrorResponse {
     static func jsonBody(_ failure: ProxyFailure) -> [UInt8] {
         let body = "{\"error\":{\"code\":\(failure.httpStatus),\"message\":\"\(jsonEscaped(failure.message))\",\"status\":\"\(failure.statusName)\"}}\n"

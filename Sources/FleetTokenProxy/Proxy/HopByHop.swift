@@ -3,7 +3,7 @@
 ///
 /// Framing (`Content-Length`, `Transfer-Encoding`, `Trailer`), `Host` and `Authorization` are
 /// never copied over HTTP/1.1: the sidecar writes them from its own parse of the message, so
-/// no field, and no `Connection` list naming them, can remove or duplicate them (SPEC §7).
+/// no field, and no `Connection` list naming them, can remove or duplicate them (docs/CONTRACT.md §7).
 enum HopByHop {
     /// True for fields dropped from a request before it goes upstream.
     static func dropFromRequest(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
@@ -36,7 +36,7 @@ enum HopByHop {
 
     /// Fields a `Connection` list may never remove: the ones that frame the message or say
     /// where and as whom it goes. The sidecar writes them itself; a client naming them in
-    /// `Connection` must not make them disappear (request smuggling, SPEC §7).
+    /// `Connection` must not make them disappear (request smuggling, docs/CONTRACT.md §7).
     static func isProtected(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
         switch name.count {
         case 4: return asciiEqualsLowercased(name, "host")

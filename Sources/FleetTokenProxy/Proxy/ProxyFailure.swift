@@ -1,5 +1,5 @@
 /// Every way the sidecar itself can refuse a call, mapped once to what the client's library
-/// understands (SPEC §5). Messages are for operators and never contain a token.
+/// understands (docs/CONTRACT.md §5). Messages are for operators and never contain a token.
 public enum ProxyFailure: Error, Sendable, Equatable {
     /// Not a Fleet Engine call: never forwarded.
     case notFleetEngineCall(String)
@@ -19,7 +19,7 @@ public enum ProxyFailure: Error, Sendable, Equatable {
     case malformedRequest(String)
     /// A bound on what the sidecar holds (the process-wide buffer budget, a connection's or a
     /// stream's share of it) is reached: the call is refused rather than let memory grow
-    /// (SPEC §7). The client may try again later.
+    /// (docs/CONTRACT.md §7). The client may try again later.
     case overloaded(String)
 
     /// HTTP status for REST clients.

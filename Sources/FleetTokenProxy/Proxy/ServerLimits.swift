@@ -1,4 +1,4 @@
-/// Bounds on what client connections may hold or take (SPEC §7: bounded memory and time).
+/// Bounds on what client connections may hold or take (docs/CONTRACT.md §7: bounded memory and time).
 /// Stated once here; every connection and stream enforces them.
 public struct ServerLimits: Sendable {
     /// Request line plus headers (HTTP/1.1), or one stream's header block (HTTP/2).

@@ -1,4 +1,4 @@
-/// Validation of Fleet Engine entity ids (SPEC §2): 1–64 Unicode characters, none of
+/// Validation of Fleet Engine entity ids (docs/CONTRACT.md §2): 1–64 Unicode characters, none of
 /// `/ : \ ? #` and no control characters. Provider ids are checked by the same rule.
 ///
 /// "Characters" are counted as Unicode scalars (code points), not as Swift `Character`s
@@ -9,7 +9,7 @@ public enum EntityID {
     /// The longest id Fleet Engine accepts, in Unicode scalars.
     public static let maxLength = 64
 
-    /// True when `id` may name a Fleet Engine entity (SPEC §2).
+    /// True when `id` may name a Fleet Engine entity (docs/CONTRACT.md §2).
     public static func isValid(_ id: String) -> Bool {
         problem(with: id) == nil
     }

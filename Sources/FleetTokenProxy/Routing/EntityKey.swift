@@ -1,4 +1,4 @@
-/// The kind of Fleet Engine entity a token is scoped to (SPEC §3).
+/// The kind of Fleet Engine entity a token is scoped to (docs/CONTRACT.md §3).
 public enum EntityType: String, Sendable, CaseIterable, Hashable {
     case vehicle
     case trip

@@ -1,11 +1,11 @@
-/// The Fleet Engine gRPC services (SPEC §3).
+/// The Fleet Engine gRPC services (docs/CONTRACT.md §3).
 public enum GRPCService: String, Sendable, CaseIterable {
     case vehicles = "maps.fleetengine.v1.VehicleService"
     case trips = "maps.fleetengine.v1.TripService"
     case delivery = "maps.fleetengine.delivery.v1.DeliveryService"
 }
 
-/// One row of the SPEC §3 gRPC table: a Fleet Engine method and where its request message
+/// One row of the docs/CONTRACT.md §3 gRPC table: a Fleet Engine method and where its request message
 /// names the entity. Found with `GRPCRoute.rule(forPath:)`.
 ///
 /// A class: the table is built once and each call only holds a reference to its row.
@@ -69,7 +69,7 @@ enum EntitySource: Sendable, Hashable {
     case fleetResourceName(FieldPath, ResourceCollection)
 }
 
-/// SPEC §3's gRPC table, with the field numbers of the Fleet Engine protos
+/// docs/CONTRACT.md §3's gRPC table, with the field numbers of the Fleet Engine protos
 /// (`google/maps/fleetengine/v1/{vehicle,trip}_api.proto`,
 /// `google/maps/fleetengine/delivery/v1/delivery_api.proto`).
 package enum GRPCMethodTable {

@@ -1,9 +1,9 @@
-/// Works out which entity a gRPC call is about (SPEC §3, gRPC table): the method from the
+/// Works out which entity a gRPC call is about (docs/CONTRACT.md §3, gRPC table): the method from the
 /// HTTP/2 `:path`, then the entity from the call's first request message.
 ///
 /// Only the methods of the table are Fleet Engine calls; any other `:path` has no rule and is
 /// answered `UNIMPLEMENTED` without being forwarded. A request whose entity is missing,
-/// ambiguous or breaks the SPEC §2 rules is `.invalidEntity` (`INVALID_ARGUMENT`), and so is a
+/// ambiguous or breaks the docs/CONTRACT.md §2 rules is `.invalidEntity` (`INVALID_ARGUMENT`), and so is a
 /// message that is not valid protobuf.
 ///
 /// Resource names in gRPC messages are plain strings (`providers/{p}/vehicles/{id}`), not
@@ -110,7 +110,7 @@ public enum GRPCRoute {
         return rest[..<slash]
     }
 
-    /// Checks an id against SPEC §2 and copies it out.
+    /// Checks an id against docs/CONTRACT.md §2 and copies it out.
     private static func validID(_ raw: Bytes, noun: String) throws(ProxyFailure) -> String {
         let bytes = UnsafeBufferPointer(rebasing: raw)
         // 64 scalars are at most 256 bytes: refuse anything longer before looking at it.

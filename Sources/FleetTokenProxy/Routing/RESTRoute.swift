@@ -1,8 +1,8 @@
-/// Works out which entity a REST call is about (SPEC §3, REST table).
+/// Works out which entity a REST call is about (docs/CONTRACT.md §3, REST table).
 ///
 /// Only `/v1/providers/{p}/...` paths listed in the table, with the methods listed there, are
 /// Fleet Engine calls; everything else is `.notFleetEngineCall` (404, never forwarded). An id
-/// that is missing or breaks the SPEC §2 rules is `.invalidEntity` (400). Route shape and method
+/// that is missing or breaks the docs/CONTRACT.md §2 rules is `.invalidEntity` (400). Route shape and method
 /// are checked before ids, so an unknown call is a 404 whatever its ids look like.
 ///
 /// The caller forwards the request target exactly as received; this type only reads it.
@@ -162,7 +162,7 @@ public enum RESTRoute {
         case fleet
     }
 
-    /// One row of the SPEC §3 REST table, for one set of methods.
+    /// One row of the docs/CONTRACT.md §3 REST table, for one set of methods.
     struct Rule: Sendable {
         var resource: Resource
         var hasID: Bool
@@ -212,7 +212,7 @@ public enum RESTRoute {
     private static func entity(
         for rule: Rule, providerRaw: Bytes, idRaw: Bytes?, query: Bytes?
     ) -> Result<EntityKey, ProxyFailure> {
-        // Credentials come only from the sidecar (SPEC §7): a client's own would reach Fleet
+        // Credentials come only from the sidecar (docs/CONTRACT.md §7): a client's own would reach Fleet
         // Engine next to, or instead of, the entity's token.
         if let name = credentialParameter(in: query) {
             return .failure(.invalidEntity("the \(quoted(name)) query parameter is a credential; only the sidecar supplies credentials"))
@@ -256,7 +256,7 @@ public enum RESTRoute {
         }
     }
 
-    /// Decodes a path segment or query value and checks it against SPEC §2. Messages quote the
+    /// Decodes a path segment or query value and checks it against docs/CONTRACT.md §2. Messages quote the
     /// raw text: it shows an operator exactly what the client sent.
     private static func validID(_ raw: Bytes, noun: String, plusAsSpace: Bool) -> Result<String, ProxyFailure> {
         let bytes = UnsafeBufferPointer(rebasing: raw)

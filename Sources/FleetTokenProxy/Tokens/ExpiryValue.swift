@@ -1,4 +1,4 @@
-/// Reads a provider's expiry field (SPEC §4). Google's samples disagree on what the number
+/// Reads a provider's expiry field (docs/CONTRACT.md §4). Google's samples disagree on what the number
 /// means, so it is read by size; a string may also be an RFC 3339 time.
 public enum ExpiryValue {
     /// At or above this a number is epoch milliseconds (10¹² ms is September 2001).

@@ -1,4 +1,4 @@
-/// Reads the token provider's JSON answer (SPEC §4) into a token and the expiry the sidecar
+/// Reads the token provider's JSON answer (docs/CONTRACT.md §4) into a token and the expiry the sidecar
 /// will hold it to. Every refusal names the field or the problem, never the token or the
 /// body, because the message may reach a log line or a client.
 public enum ProviderAnswer {

@@ -1,7 +1,7 @@
 import CEvent
 import Logging
 
-/// Fetches entity tokens from the operator's token provider (SPEC §4): `GET` on the URL
+/// Fetches entity tokens from the operator's token provider (docs/CONTRACT.md §4): `GET` on the URL
 /// template with the operator's static headers, over a pool of keep-alive connections whose
 /// size is the bound on fetches in flight.
 final class ProviderClient: TokenFetcher {

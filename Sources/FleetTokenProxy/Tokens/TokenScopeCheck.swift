@@ -1,12 +1,12 @@
 /// Whether a token the provider answered may be attached to calls about the entity it was
-/// fetched for (SPEC §2, §7): a misconfigured provider must never get a wrong token onto the
+/// fetched for (docs/CONTRACT.md §2, §7): a misconfigured provider must never get a wrong token onto the
 /// wire, where Fleet Engine would refuse it (or, worse, accept it for another entity).
 ///
 /// Only JWTs are checked; an opaque token carries nothing to check and is held to its expiry
 /// field alone. The claims are read, not verified: Fleet Engine verifies the signature.
 /// Every refusal names the mismatch, never the token.
 public enum TokenScopeCheck {
-    /// Fleet Engine's audience (SPEC §2); accepted with or without the trailing slash.
+    /// Fleet Engine's audience (docs/CONTRACT.md §2); accepted with or without the trailing slash.
     public static let audience = "https://fleetengine.googleapis.com/"
     /// Fleet Engine accepts at most an hour of life; ten minutes more allow for clock skew
     /// between the provider and this host.

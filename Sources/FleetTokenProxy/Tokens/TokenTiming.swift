@@ -1,4 +1,4 @@
-/// When a cached token is due for refresh and when it may no longer be attached (SPEC §4).
+/// When a cached token is due for refresh and when it may no longer be attached (docs/CONTRACT.md §4).
 public struct TokenTiming: Sendable, Equatable {
     /// From `expiry − refreshMargin` a token is served while one background fetch replaces it.
     public var refreshMargin: Double
