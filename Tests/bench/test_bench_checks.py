@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import FIXTURES, fixture_text
+from bench_fixtures import FIXTURES, fixture_text
 
 from benchstats import callgrind, checks
 from benchstats.__main__ import main

@@ -1,6 +1,8 @@
 """A results directory read back into the table, its statuses and the exit status."""
 from __future__ import annotations
 
+from bench_fixtures import results  # noqa: F401 (the fixture)
+
 from benchstats.__main__ import main
 from benchstats.results import ResultsDir
 from benchstats.table import Report

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import fixture_text
+from bench_fixtures import fixture_text
 
 from benchstats import order_statistics, procfs, prometheus
 

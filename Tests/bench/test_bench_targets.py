@@ -1,6 +1,7 @@
 """The target lines: targets.json evaluated against the rows' quantities."""
 from __future__ import annotations
 
+import bench_fixtures  # noqa: F401 (puts scripts/ on sys.path)
 from benchstats import targets
 
 NAMES = {"ENTITIES": "10000", "cold_ideal": " (1562 ms)"}

@@ -1,6 +1,9 @@
-"""Tests of scripts/benchstats, the numbers of scripts/bench, over output the benchmark's tools
-printed on this project's development machine (fixtures/README.md says how each was made).
-Standard library only, like the package: no server is started here."""
+"""What the tests of scripts/benchstats (the numbers of scripts/bench) share: the fixtures, output
+the benchmark's tools printed on this project's development machine (fixtures/README.md says how
+each was made), and results directories built from them. No server is started here.
+
+Not a conftest.py: Tests/grpc's tests import names from their own `conftest` module, and a
+second conftest.py in the same pytest run would take that module name from them."""
 from __future__ import annotations
 
 import shutil
