@@ -3,15 +3,15 @@ from __future__ import annotations
 
 import re
 
-_TOTAL = re.compile(r"^(?:totals|summary):\s+([0-9]+)", re.MULTILINE)
-
 
 def instructions(profile: str) -> int | None:
     """The run's total Ir (the first event, `--tool=callgrind`'s default) from a callgrind.out
     file: its `totals:` line, or `summary:` in a file that has none."""
-    totals = re.search(r"^totals:\s+([0-9]+)", profile, re.MULTILINE)
-    match = totals or _TOTAL.search(profile)
-    return int(match.group(1)) if match else None
+    for name in ("totals", "summary"):
+        match = re.search(rf"^{name}:\s+([0-9]+)", profile, re.MULTILINE)
+        if match:
+            return int(match.group(1))
+    return None
 
 
 def per_call(low_total: int, high_total: int, low_calls: int, high_calls: int) -> float:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Union
 
 from .order_statistics import ratio
 
 TARGETS_FILE = Path(__file__).with_name("targets.json")
 
-Number = int | float
+Number = Union[int, float]
 
 
 def load(path: Path = TARGETS_FILE) -> list[dict]:
