@@ -206,8 +206,6 @@ final class HTTP1UpstreamConnection: TransportDelegate {
         if readingPaused { resumeReading() }
     }
 
-    var isIdle: Bool { if case .idle = state { return true } else { return false } }
-
     /// Frees the bufferevent. Called by the pool only (its one close path for connections).
     func closeTransport() {
         state = .closed
