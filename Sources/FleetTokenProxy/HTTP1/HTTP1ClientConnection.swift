@@ -245,20 +245,13 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             record.target = head.target
             refuseHead(failure, record: record, skippingIfBuffered: head.keepAlive && bodyKnown ? body : nil)
         }
-        if case .contentLength(let n) = head.framing, n > core.limits.maxRequestBodyBytes {
-            refuseBeforeCall(.requestTooLarge("request body of \(n) bytes is over the limit of \(core.limits.maxRequestBodyBytes)"), bodyKnown: false)
-            return
-        }
-        if let failure = Self.headerRefusal(head.fields) {
-            refuseBeforeCall(failure, bodyKnown: true)
-            return
-        }
         let key: EntityKey
-        switch head.withTarget({ RESTRoute.classify(method: head.method, target: $0) }) {
-        case .failure(let failure):
-            refuseBeforeCall(failure, bodyKnown: true)
+        switch admit(head) {
+        case .refuse(let failure, let bodyKnown):
+            refuseBeforeCall(failure, bodyKnown: bodyKnown)
             return
-        case .success(let k): key = k
+        case .call(let k):
+            key = k
         }
         // Request bytes this call may hold before they leave: what the input buffer may queue
         // for it, or its whole body when smaller. Refused when the process-wide budget is spent.
@@ -283,6 +276,27 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             lookUpToken(call: number)
         case .ignore:
             endCall(discardUpstream: nil) // not reading heads: `readRequests` checked it
+        }
+    }
+
+    private enum Admission {
+        case call(EntityKey)
+        /// `bodyKnown`: the body's length is known and may be skipped to keep the connection.
+        case refuse(ProxyFailure, bodyKnown: Bool)
+    }
+
+    /// The entity a request is for, or why it is refused before its call begins: a body over
+    /// the limit, a header field the sidecar refuses, a route that is not a Fleet Engine call.
+    private func admit(_ head: RequestHead) -> Admission {
+        if case .contentLength(let n) = head.framing, n > core.limits.maxRequestBodyBytes {
+            return .refuse(.requestTooLarge("request body of \(n) bytes is over the limit of \(core.limits.maxRequestBodyBytes)"), bodyKnown: false)
+        }
+        if let failure = Self.headerRefusal(head.fields) {
+            return .refuse(failure, bodyKnown: true)
+        }
+        switch head.withTarget({ RESTRoute.classify(method: head.method, target: $0) }) {
+        case .failure(let failure): return .refuse(failure, bodyKnown: true)
+        case .success(let key): return .call(key)
         }
     }
 
@@ -318,26 +332,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         guard case .readingBody = exchange.phase, let call = inFlight,
               case .chunked(var scanner, var held) = call.body else { return }
         call.body = .remaining(0) // so `held` is the one reference to its storage while it grows
-        var consumed = 0
-        var finished = false
-        var failure: ProxyFailure?
-        let limit = core.limits.maxRequestBodyBytes
-        forEachChain(of: transport.input) { chunk in
-            let result = scanner.scan(chunk) { data in
-                if held.count + data.count > limit {
-                    failure = failure ?? .requestTooLarge("chunked request body over the limit of \(limit) bytes")
-                } else {
-                    held.append(contentsOf: data)
-                }
-            }
-            switch result {
-            case .failure(let f): failure = f; return false
-            case .success(let r):
-                consumed += r.consumed
-                finished = r.finished
-                return failure == nil && !r.finished && r.consumed == chunk.count
-            }
-        }
+        var (consumed, finished, failure) = decodeChunks(&scanner, into: &held)
         if failure == nil && held.count > call.reserved {
             let more = held.count - call.reserved
             if core.bufferBudget.reserve(more) {
@@ -363,6 +358,34 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         case .lookUpToken(let number): lookUpToken(call: number)
         case .ignore: break
         }
+    }
+
+    /// Runs the chunk scanner over the input's chains in place, appending the decoded data to
+    /// `held` up to the body limit: what it consumed, whether the body ended, and why not.
+    private func decodeChunks(
+        _ scanner: inout ChunkedBodyScanner, into held: inout [UInt8]
+    ) -> (consumed: Int, finished: Bool, failure: ProxyFailure?) {
+        var consumed = 0
+        var finished = false
+        var failure: ProxyFailure?
+        let limit = core.limits.maxRequestBodyBytes
+        forEachChain(of: transport.input) { chunk in
+            let result = scanner.scan(chunk) { data in
+                if held.count + data.count > limit {
+                    failure = failure ?? .requestTooLarge("chunked request body over the limit of \(limit) bytes")
+                } else {
+                    held.append(contentsOf: data)
+                }
+            }
+            switch result {
+            case .failure(let f): failure = f; return false
+            case .success(let r):
+                consumed += r.consumed
+                finished = r.finished
+                return failure == nil && !r.finished && r.consumed == chunk.count
+            }
+        }
+        return (consumed, finished, failure)
     }
 
     // MARK: Token and upstream
@@ -611,7 +634,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         }
     }
 
-    func responseFailed(_ failure: ProxyFailure, headReceived: Bool, retryable: Bool) {
+    func responseFailed(_ failure: ProxyFailure, retryable: Bool) {
         guard let call = inFlight, call.upstream != nil else { return }
         call.upstream = nil
         if retryable { logger.debug("upstream connection was closed before answering") }
