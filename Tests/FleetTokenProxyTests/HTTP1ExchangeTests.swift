@@ -117,7 +117,7 @@ final class HTTP1ExchangeTests: XCTestCase {
         XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, chunked: false),
                        .lookUpToken(call: 1))
         XCTAssertEqual(x.phase, .awaitingToken(x.call!))
-        XCTAssertEqual(x.call?.method, "GET")
+        XCTAssertEqual(x.call?.isIdempotent, true)
         XCTAssertEqual(x.call?.keepAlive, true)
         XCTAssertFalse(x.mayBeHTTP2)
     }
@@ -365,6 +365,11 @@ final class HTTP1ExchangeTests: XCTestCase {
         XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: false), .sendHeld(takeBody: false, firstAttempt: false))
         XCTAssertEqual(x.requestSent(), .awaitAnswer)
         XCTAssertEqual(x.responseFailed(failure, retryable: true), .refuse(failure, keepAlive: true))
+    }
+
+    func testIdempotentMethodsAreTheOnesRFC9110Names() {
+        for method in ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"] { XCTAssertTrue(HTTP1Exchange.Call.isIdempotent(method), method) }
+        for method in ["POST", "PATCH", "get", "CONNECT"] { XCTAssertFalse(HTTP1Exchange.Call.isIdempotent(method), method) }
     }
 
     func testTheKeepAliveRaceNeverResendsAPostOrPatch() {

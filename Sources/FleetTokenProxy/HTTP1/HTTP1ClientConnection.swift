@@ -10,15 +10,15 @@ import Logging
 /// pipelined requests wait in the input buffer. Its owner is the `ProxyServer`;
 /// `close(reason:)` is its one way out.
 final class HTTP1ClientConnection: ClientConnection, TransportDelegate, ResponseSink {
-    /// How the request body arrives from the client, and what the sidecar holds of it.
+    /// How the request body arrives from the client, or that the sidecar holds it whole.
     private enum RequestBody {
         /// Content-Length bytes still to come from the client (0: none, or all sent on).
         case remaining(Int)
-        /// A chunked body being decoded, and what was decoded so far.
-        case chunked(ChunkedBodyScanner, decoded: [UInt8])
-        /// The whole body, held by the sidecar (a small body that came with its head, a decoded
-        /// chunked one): forwarded with a Content-Length, and kept for one resend.
-        case held([UInt8])
+        /// A chunked body being decoded into `InFlight.held`.
+        case chunked(ChunkedBodyScanner)
+        /// The whole body is in `InFlight.held` (a small body that came with its head, a
+        /// decoded chunked one): forwarded with a Content-Length, and kept for one resend.
+        case held
     }
 
     /// What the call in flight holds: its head, entity, record, body, token and borrowed
@@ -29,6 +29,8 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         let key: EntityKey
         var record: CallRecord
         var body: RequestBody
+        /// The body's bytes the sidecar holds: being decoded (`.chunked`) or whole (`.held`).
+        var held: [UInt8] = []
         var token: String?
         var upstream: HTTP1UpstreamConnection?
         var ticket: PoolTicket?
@@ -50,6 +52,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
 
         /// The record, moved out to be written (a placeholder of literals takes its place),
         /// not copied.
+        @inline(__always)
         func takeRecord(core: ProxyCore, logger: Logger) -> CallRecord {
             var taken = CallRecord(protocolName: "http1", started: 0)
             swap(&taken, &record)
@@ -235,7 +238,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         let body: RequestBody
         switch head.framing {
         case .contentLength(let n): body = .remaining(n)
-        case .chunked: body = .chunked(ChunkedBodyScanner(), decoded: [])
+        case .chunked: body = .chunked(ChunkedBodyScanner())
         case .none, .untilClose: body = .remaining(0)
         }
         // A refusal builds its record here; a call builds its own in `InFlight.init`.
@@ -329,9 +332,9 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
     /// Reads and decodes a chunked body whole (extensions and trailers dropped): the sidecar
     /// forwards it with its own Content-Length once it is all in.
     private func readChunkedBody() {
-        guard case .readingBody = exchange.phase, let call = inFlight,
-              case .chunked(var scanner, var held) = call.body else { return }
-        call.body = .remaining(0) // so `held` is the one reference to its storage while it grows
+        guard case .readingBody = exchange.phase, let call = inFlight, case .chunked(var scanner) = call.body else { return }
+        var held: [UInt8] = []
+        swap(&held, &call.held) // one reference to its storage while it grows: no copy
         var (consumed, finished, failure) = decodeChunks(&scanner, into: &held)
         if failure == nil && held.count > call.reserved {
             let more = held.count - call.reserved
@@ -349,11 +352,12 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             return
         }
         evbuffer_drain(transport.input, consumed)
+        swap(&held, &call.held)
         guard finished else {
-            call.body = .chunked(scanner, decoded: held)
+            call.body = .chunked(scanner)
             return
         }
-        call.body = .held(held)
+        call.body = .held
         switch exchange.bodyRead() {
         case .lookUpToken(let number): lookUpToken(call: number)
         case .ignore: break
@@ -427,7 +431,6 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         guard let call = inFlight else { return }
         if let old = call.token { core.cache.invalidate(call.key, token: old) }
         call.token = nil
-        logger.debug("Fleet Engine answered 401; retrying once with a fresh token", metadata: ["entity_type": "\(call.key.type.rawValue)"])
         lookUpToken(call: number)
     }
 
@@ -474,10 +477,11 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
                 // a copy is kept so the request can be sent again if this connection was dead.
                 var body = [UInt8](repeating: 0, count: n)
                 if n > 0 { body.withUnsafeMutableBytes { _ = evbuffer_remove(transport.input, $0.baseAddress, n) } }
-                call.body = .held(body)
+                call.held = body
+                call.body = .held
             }
-            guard let token = call.token, case .held(let body) = call.body else { return }
-            sendHead(call.head, token: token, bodyLength: body.count, body: body, to: upstream)
+            guard let token = call.token else { return }
+            sendHead(call.head, token: token, bodyLength: call.held.count, body: call.held, to: upstream)
             requestSent()
         case .stream(let writeContinue, let firstAttempt):
             guard let call = inFlight else { return }
@@ -564,8 +568,12 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             if relay.framing == .dechunked { call.dechunker = ChunkedBodyScanner() }
             core.statistics.upstreamStatus[head.status, default: 0] += 1
             cork(head, as: relay)
-        case .dropForRetry, .ignore:
-            break // its body is dropped as it arrives (`responseBody`)
+        case .dropForRetry:
+            // Its body is dropped as it arrives (`responseBody`); at its end a fresh token is
+            // fetched (`refetchToken`).
+            logger.debug("Fleet Engine answered 401; retrying once with a fresh token", metadata: ["entity_type": "\(call.key.type.rawValue)"])
+        case .ignore:
+            break
         }
     }
 

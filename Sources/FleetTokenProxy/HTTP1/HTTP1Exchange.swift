@@ -37,11 +37,13 @@ struct HTTP1Exchange: Equatable {
     }
 
     /// One request, from its head to its answer: what the machine knows of it in every phase.
+    /// Plain bits (no `String`, no reference): phases carrying it copy without retains.
     struct Call: Equatable {
         /// Numbers the calls of the connection: a token or connection that arrives for an
         /// earlier call is recognised by it.
         let number: Int
-        let method: String
+        /// RFC 9110 §9.2.2: the method may be sent twice without a different outcome.
+        let isIdempotent: Bool
         /// The client spoke HTTP/1.0: the answer goes back as HTTP/1.0, never chunked.
         let clientIsHTTP10: Bool
         /// The client allows another request on the connection, the sidecar too, and the
@@ -54,8 +56,12 @@ struct HTTP1Exchange: Equatable {
         /// The sidecar holds the whole request (head and body) and can send it again.
         var replayable = false
 
-        /// RFC 9110 §9.2.2: may be sent twice without a different outcome.
-        var isIdempotent: Bool { ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"].contains(method) }
+        static func isIdempotent(_ method: String) -> Bool {
+            switch method {
+            case "GET", "HEAD", "PUT", "DELETE", "OPTIONS": return true
+            default: return false
+            }
+        }
     }
 
     /// How far one send of the call has got.
@@ -336,7 +342,7 @@ struct HTTP1Exchange: Equatable {
     mutating func headParsed(method: String, http10: Bool, keepAlive: Bool, expectsContinue: Bool, chunked: Bool) -> HeadAction {
         guard case .readingHead = phase else { return .ignore }
         headsRead += 1
-        var call = Call(number: headsRead, method: method, clientIsHTTP10: http10, keepAlive: keepAlive && !draining,
+        var call = Call(number: headsRead, isIdempotent: Call.isIdempotent(method), clientIsHTTP10: http10, keepAlive: keepAlive && !draining,
                         continueOwed: expectsContinue)
         if chunked {
             let writeContinue = call.continueOwed

@@ -102,6 +102,7 @@ final class HTTP1UpstreamConnection: TransportDelegate {
 
     /// Parses the answer's head from the input; true when it was read and its body (or the
     /// real answer after an interim one) may follow in the input.
+    @inline(__always)
     private func readHead(available: Int) -> Bool {
         let window = min(available, limits.maxHeadBytes)
         guard let base = evbuffer_pullup(transport.input, window) else { return false }
@@ -136,6 +137,7 @@ final class HTTP1UpstreamConnection: TransportDelegate {
     }
 
     /// Hands the sink what the input holds of the body, and ends the exchange at its end.
+    @inline(__always)
     private func readBody(_ progress: BodyProgress, available: Int) {
         switch progress {
         case .remaining(let n):
