@@ -322,20 +322,21 @@ struct HTTP1Exchange: Equatable {
     /// The client's read timeout passed. `buffered`: request bytes waiting; `described`: the
     /// event as the transport names it.
     mutating func readTimedOut(buffered: Int, described: String) -> ReadTimeoutAction {
+        let bodyStalled: Bool
         switch phase {
         case .readingHead:
             closeNow()
             return .close(reason: buffered == 0 ? "idle" : "request head too slow")
         case .readingBody:
-            closeNow()
-            return .close(reason: described)
-        case .forwarding(_, let attempt) where !attempt.requestSent:
-            // The request body stalls.
-            closeNow()
-            return .close(reason: described)
-        case .awaitingToken, .awaitingUpstream, .forwarding, .retrying, .closingAfterFlush, .closed:
-            return .keepReading
+            bodyStalled = true
+        case .forwarding(_, let attempt):
+            bodyStalled = !attempt.requestSent
+        case .awaitingToken, .awaitingUpstream, .retrying, .closingAfterFlush, .closed:
+            bodyStalled = false
         }
+        guard bodyStalled else { return .keepReading }
+        closeNow()
+        return .close(reason: described)
     }
 
     /// A whole head was parsed and routed; `chunked` if its body comes chunked.
