@@ -5,140 +5,229 @@ import XCTest
 final class HTTP1ExchangeTests: XCTestCase {
     let t0 = 1_000.0
     let failure = ProxyFailure.upstreamUnavailable("connection broke")
+    typealias Relay = HTTP1Exchange.Relay
 
     private enum Start {
         case readingHead, readingBody, awaitingToken, awaitingUpstream, forwarding, forwardingHeld, sent, relaying, retrying
         case closingAfterFlush, closed
     }
 
-    /// An exchange in `start`, for `method` (a held request unless said otherwise).
-    private func exchange(in start: Start, method: String = "GET", keepAlive: Bool = true) -> HTTP1Exchange {
+    /// An exchange in `start` for its first call (number 1), for `method`.
+    private func exchange(
+        in start: Start, method: String = "GET", keepAlive: Bool = true, http10: Bool = false, expectsContinue: Bool = false
+    ) -> HTTP1Exchange {
         var x = HTTP1Exchange(now: t0, headTimeout: 10)
+        func head(chunked: Bool) {
+            _ = x.headParsed(method: method, http10: http10, keepAlive: keepAlive, expectsContinue: expectsContinue, chunked: chunked)
+        }
         switch start {
         case .readingHead:
             break
         case .readingBody:
-            _ = x.headParsed(method: method, keepAlive: keepAlive, chunked: true)
+            head(chunked: true)
         case .awaitingToken:
-            _ = x.headParsed(method: method, keepAlive: keepAlive, chunked: false)
+            head(chunked: false)
         case .awaitingUpstream:
-            _ = x.headParsed(method: method, keepAlive: keepAlive, chunked: false)
-            _ = x.tokenReady()
+            head(chunked: false)
+            _ = x.tokenArrived(call: 1)
         case .forwarding, .forwardingHeld, .sent, .relaying, .retrying:
-            _ = x.headParsed(method: method, keepAlive: keepAlive, chunked: false)
-            _ = x.tokenReady()
-            _ = x.upstreamReady()
-            if start != .forwarding { x.requestHeld() }
+            head(chunked: false)
+            _ = x.tokenArrived(call: 1)
+            _ = x.upstreamReady(call: 1, bodyArrived: start != .forwarding)
             if start == .sent || start == .relaying || start == .retrying { _ = x.requestSent() }
-            if start == .relaying { _ = x.responseHead(status: 200) }
-            if start == .retrying { _ = x.responseHead(status: 401) }
+            if start == .relaying { _ = x.responseHead(status: 200, framing: .contentLength(2), declared: .contentLength(2)) }
+            if start == .retrying { _ = x.responseHead(status: 401, framing: .contentLength(0), declared: .contentLength(0)) }
         case .closingAfterFlush:
-            _ = x.headRefused(.malformedRequest("bad"), keepAlive: false)
+            _ = x.headRefused(.malformedRequest("bad"), bodySkippable: false)
         case .closed:
-            x.closed()
+            _ = x.close()
         }
         return x
     }
 
     // MARK: readingHead
 
-    func testANewConnectionWaitsForAHeadWithADeadline() {
+    func testANewConnectionWaitsForAHeadWithADeadlineItsTimerIsArmedFor() {
         let x = exchange(in: .readingHead)
         XCTAssertEqual(x.phase, .readingHead(deadline: t0 + 10))
+        XCTAssertEqual(x.headTimerAt, t0 + 10)
         XCTAssertNil(x.call)
+        XCTAssertTrue(x.mayBeHTTP2)
     }
 
     func testHeadDeadlineWithBytesBufferedClosesTheConnection() {
         var x = exchange(in: .readingHead)
-        XCTAssertEqual(x.headDeadlinePassed(now: t0 + 10, buffered: 2), [.close(reason: "request head not complete within 10.0 s")])
+        XCTAssertEqual(x.headTimerFired(now: t0 + 10, buffered: 2), .close(reason: "request head not complete within 10.0 s"))
         XCTAssertEqual(x.phase, .closed)
+        XCTAssertEqual(x.close(), .alreadyClosed, "closed once")
+    }
+
+    func testATimerFiringEarlyIsJudgedAtTheTimeItWasArmedFor() {
+        var x = exchange(in: .readingHead)
+        XCTAssertEqual(x.headTimerFired(now: t0 + 9.9, buffered: 5), .close(reason: "request head not complete within 10.0 s"))
     }
 
     func testAStaleHeadTimerChangesNothing() {
         var x = exchange(in: .readingHead)
-        XCTAssertEqual(x.headDeadlinePassed(now: t0 + 9.9, buffered: 5), [])
-        XCTAssertEqual(x.phase, .readingHead(deadline: t0 + 10))
+        _ = x.headTimerFired(now: t0 + 10, buffered: 0)
+        let before = x
+        XCTAssertEqual(x.headTimerFired(now: t0 + 11, buffered: 5), .ignore, "not armed")
+        XCTAssertEqual(x, before)
     }
 
     func testHeadDeadlineWithNothingBufferedLeavesAnIdleConnectionToTheIdleTimeout() {
         var x = exchange(in: .readingHead)
-        XCTAssertEqual(x.headDeadlinePassed(now: t0 + 10, buffered: 0), [])
+        XCTAssertEqual(x.headTimerFired(now: t0 + 10, buffered: 0), .ignore)
         XCTAssertEqual(x.phase, .readingHead(deadline: nil))
+        XCTAssertNil(x.headTimerAt)
         // The first byte afterwards starts a whole new deadline.
-        XCTAssertEqual(x.bytesArrived(now: t0 + 30), [.armHeadDeadline(t0 + 40)])
+        XCTAssertEqual(x.bytesArrived(now: t0 + 30), .armHeadTimerAndReadHead(at: t0 + 40))
         XCTAssertEqual(x.phase, .readingHead(deadline: t0 + 40))
-        XCTAssertEqual(x.headDeadlinePassed(now: t0 + 40, buffered: 1), [.close(reason: "request head not complete within 10.0 s")])
+        XCTAssertEqual(x.headTimerFired(now: t0 + 40, buffered: 1), .close(reason: "request head not complete within 10.0 s"))
     }
 
     func testBytesArrivingBeforeTheDeadlineDoNotExtendIt() {
         var x = exchange(in: .readingHead)
-        XCTAssertEqual(x.bytesArrived(now: t0 + 5), [])
-        XCTAssertEqual(x.bytesArrived(now: t0 + 9), [])
+        XCTAssertEqual(x.bytesArrived(now: t0 + 5), .readHead)
+        XCTAssertEqual(x.bytesArrived(now: t0 + 9), .readHead)
         XCTAssertEqual(x.phase, .readingHead(deadline: t0 + 10))
+    }
+
+    func testAnArmedTimerIsLeftForALaterDeadlineAndReArmedWhenItFires() {
+        var x = exchange(in: .sent)
+        _ = x.responseHead(status: 200, framing: .contentLength(2), declared: .contentLength(2))
+        XCTAssertEqual(x.responseEnded(), .finishCall(keepAlive: true))
+        XCTAssertEqual(x.readingNextHead(now: t0 + 4), .alreadyArmed)
+        XCTAssertEqual(x.phase, .readingHead(deadline: t0 + 14))
+        XCTAssertEqual(x.headTimerFired(now: t0 + 10, buffered: 3), .rearm(at: t0 + 14))
+        XCTAssertEqual(x.headTimerAt, t0 + 14)
+        XCTAssertEqual(x.headTimerFired(now: t0 + 14, buffered: 3), .close(reason: "request head not complete within 10.0 s"))
+    }
+
+    func testATimerThatFiredDuringACallIsArmedAgainForTheNextHead() {
+        var x = exchange(in: .sent)
+        XCTAssertEqual(x.headTimerFired(now: t0 + 10, buffered: 0), .ignore, "no head awaited")
+        _ = x.responseHead(status: 200, framing: .contentLength(2), declared: .contentLength(2))
+        _ = x.responseEnded()
+        XCTAssertEqual(x.readingNextHead(now: t0 + 12), .arm(at: t0 + 22))
     }
 
     func testAHeadWithoutAChunkedBodyGoesForItsToken() {
         var x = exchange(in: .readingHead)
-        XCTAssertEqual(x.headParsed(method: "GET", keepAlive: true, chunked: false), [.lookUpToken])
-        XCTAssertEqual(x.phase, .awaitingToken)
-        XCTAssertEqual(x.call?.method, "GET")
+        XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, chunked: false),
+                       .lookUpToken(call: 1))
+        XCTAssertEqual(x.phase, .awaitingToken(x.call!))
+        XCTAssertEqual(x.call?.isIdempotent, true)
         XCTAssertEqual(x.call?.keepAlive, true)
+        XCTAssertFalse(x.mayBeHTTP2)
     }
 
-    func testAChunkedHeadReadsItsBodyFirst() {
+    func testAChunkedHeadReadsItsBodyFirstAndSaysContinueWhenAsked() {
         var x = exchange(in: .readingHead)
-        XCTAssertEqual(x.headParsed(method: "POST", keepAlive: true, chunked: true), [.readBody])
-        XCTAssertEqual(x.phase, .readingBody)
+        XCTAssertEqual(x.headParsed(method: "POST", http10: false, keepAlive: true, expectsContinue: true, chunked: true),
+                       .readBody(writeContinue: true))
+        guard case .readingBody = x.phase else { return XCTFail("\(x.phase)") }
+        XCTAssertEqual(x.call?.continueOwed, false, "said once")
+
+        var quiet = exchange(in: .readingHead)
+        XCTAssertEqual(quiet.headParsed(method: "POST", http10: false, keepAlive: true, expectsContinue: false, chunked: true),
+                       .readBody(writeContinue: false))
+    }
+
+    func testCallsAreNumberedAcrossTheConnection() {
+        var x = exchange(in: .readingHead)
+        XCTAssertEqual(x.headRefused(.notFleetEngineCall("no"), bodySkippable: true), .refuse(.notFleetEngineCall("no"), keepAlive: true))
+        XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, chunked: false),
+                       .lookUpToken(call: 2))
     }
 
     func testARefusedHeadKeepsTheConnectionOnlyWhenAllowed() {
         var keep = exchange(in: .readingHead)
-        XCTAssertEqual(keep.headRefused(.notFleetEngineCall("no"), keepAlive: true), [.refuse(.notFleetEngineCall("no"), keepAlive: true)])
+        XCTAssertEqual(keep.headRefused(.notFleetEngineCall("no"), bodySkippable: true), .refuse(.notFleetEngineCall("no"), keepAlive: true))
         XCTAssertEqual(keep.phase, .readingHead(deadline: nil))
-        XCTAssertEqual(keep.readingNextHead(now: t0 + 1), [.armHeadDeadline(t0 + 11)])
+        XCTAssertEqual(keep.readingNextHead(now: t0 + 1), .alreadyArmed)
+        XCTAssertEqual(keep.phase, .readingHead(deadline: t0 + 11))
 
         var close = exchange(in: .readingHead)
-        XCTAssertEqual(close.headRefused(.malformedRequest("bad"), keepAlive: false), [.refuse(.malformedRequest("bad"), keepAlive: false)])
+        XCTAssertEqual(close.headRefused(.malformedRequest("bad"), bodySkippable: false), .refuse(.malformedRequest("bad"), keepAlive: false))
         XCTAssertEqual(close.phase, .closingAfterFlush)
+        XCTAssertEqual(close.outputFlushed(), .close(reason: "answered, not keep-alive"))
+        XCTAssertEqual(close.phase, .closed)
+    }
+
+    func testTheHTTP2PrefaceHandsTheConnectionOver() {
+        var x = exchange(in: .readingHead)
+        x.handedToHTTP2()
+        XCTAssertEqual(x.phase, .closed)
+        XCTAssertNil(x.headTimerAt)
+        XCTAssertEqual(x.close(), .alreadyClosed, "the socket is HTTP/2's now")
     }
 
     func testIllegalEventsWhileReadingAHeadChangeNothing() {
         var x = exchange(in: .readingHead)
         let before = x
-        XCTAssertEqual(x.bodyRead(), [])
-        XCTAssertEqual(x.tokenReady(), [])
-        XCTAssertEqual(x.upstreamReady(), [])
-        XCTAssertEqual(x.requestSent(), [])
-        XCTAssertEqual(x.responseHead(status: 200), [])
-        XCTAssertEqual(x.responseEnded(), [])
-        XCTAssertEqual(x.responseFailed(failure, retryable: true), [])
-        XCTAssertEqual(x.outputFlushed(), [])
-        XCTAssertEqual(x.readingNextHead(now: t0), [])
+        XCTAssertEqual(x.bodyRead(), .ignore)
+        XCTAssertEqual(x.bodyFailed(failure), .ignore)
+        XCTAssertEqual(x.tokenArrived(call: 1), .ignore)
+        XCTAssertEqual(x.tokenFailed(call: 1, failure, bodySkippable: true), .ignore)
+        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: true), .ignore)
+        XCTAssertEqual(x.upstreamFailed(call: 1, failure, bodySkippable: true), .ignore)
+        XCTAssertEqual(x.requestSent(), .ignore)
+        XCTAssertEqual(x.responseHead(status: 200, framing: .none, declared: .none), .ignore)
+        XCTAssertEqual(x.responseEnded(), .ignore)
+        XCTAssertEqual(x.responseFailed(failure, retryable: true), .ignore)
+        XCTAssertEqual(x.outputFlushed(), .ignore)
+        XCTAssertEqual(x.readingNextHead(now: t0), .ignore)
         XCTAssertEqual(x, before)
+    }
+
+    // MARK: read timeouts
+
+    func testAReadTimeoutClosesOnlyWhileTheClientOwesBytes() {
+        var idle = exchange(in: .readingHead)
+        XCTAssertEqual(idle.readTimedOut(buffered: 0, described: "timeout"), .close(reason: "idle"))
+        XCTAssertEqual(idle.phase, .closed)
+        var slowHead = exchange(in: .readingHead)
+        XCTAssertEqual(slowHead.readTimedOut(buffered: 3, described: "timeout"), .close(reason: "request head too slow"))
+        var slowChunks = exchange(in: .readingBody, method: "POST")
+        XCTAssertEqual(slowChunks.readTimedOut(buffered: 0, described: "read timeout"), .close(reason: "read timeout"))
+        var slowBody = exchange(in: .forwarding, method: "POST")
+        XCTAssertEqual(slowBody.readTimedOut(buffered: 0, described: "read timeout"), .close(reason: "read timeout"))
+
+        for start in [Start.awaitingToken, .awaitingUpstream, .sent, .relaying, .retrying] {
+            var waiting = exchange(in: start)
+            let before = waiting
+            XCTAssertEqual(waiting.readTimedOut(buffered: 0, described: "timeout"), .keepReading, "\(start)")
+            XCTAssertEqual(waiting, before)
+        }
     }
 
     // MARK: readingBody
 
     func testAWholeChunkedBodyIsHeldAndTheCallGoesOn() {
         var x = exchange(in: .readingBody, method: "POST")
-        XCTAssertEqual(x.bodyRead(), [.lookUpToken])
-        XCTAssertEqual(x.phase, .awaitingToken)
+        XCTAssertEqual(x.bytesArrived(now: t0 + 1), .readBody)
+        XCTAssertEqual(x.bodyRead(), .lookUpToken(call: 1))
+        guard case .awaitingToken = x.phase else { return XCTFail("\(x.phase)") }
         XCTAssertEqual(x.call?.replayable, true)
+        _ = x.tokenArrived(call: 1)
+        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: false), .sendHeld(takeBody: false, firstAttempt: true),
+                       "already held")
     }
 
     func testIllegalEventsWhileReadingABodyChangeNothing() {
         var x = exchange(in: .readingBody, method: "POST")
         let before = x
-        XCTAssertEqual(x.headParsed(method: "GET", keepAlive: true, chunked: false), [])
-        XCTAssertEqual(x.tokenReady(), [])
-        XCTAssertEqual(x.headDeadlinePassed(now: t0 + 100, buffered: 10), [])
-        XCTAssertEqual(x.bytesArrived(now: t0 + 100), [])
-        XCTAssertEqual(x, before)
+        XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, chunked: false), .ignore)
+        XCTAssertEqual(x.headRefused(failure, bodySkippable: true), .ignore)
+        XCTAssertEqual(x.tokenArrived(call: 1), .ignore)
+        XCTAssertEqual(x.headTimerFired(now: t0 + 100, buffered: 10), .ignore)
+        XCTAssertEqual(x, before.withTimerFired, "only the timer's arming changed")
     }
 
     func testABadChunkedBodyIsRefusedAndCloses() {
         var x = exchange(in: .readingBody, method: "POST")
-        XCTAssertEqual(x.refuse(.malformedRequest("bad chunk"), bodyConsumed: false), [.refuse(.malformedRequest("bad chunk"), keepAlive: false)])
+        XCTAssertEqual(x.bodyFailed(.malformedRequest("bad chunk")), .refuse(.malformedRequest("bad chunk"), keepAlive: false))
         XCTAssertEqual(x.phase, .closingAfterFlush)
         XCTAssertNil(x.call)
     }
@@ -147,40 +236,75 @@ final class HTTP1ExchangeTests: XCTestCase {
 
     func testATokenLeadsToAnUpstreamConnectionThenToSending() {
         var x = exchange(in: .awaitingToken)
-        XCTAssertEqual(x.tokenReady(), [.acquireUpstream])
-        XCTAssertEqual(x.phase, .awaitingUpstream)
-        XCTAssertEqual(x.upstreamReady(), [.sendRequest])
-        XCTAssertEqual(x.phase, .forwarding)
-        XCTAssertEqual(x.call?.attempts, 1)
+        XCTAssertEqual(x.bytesArrived(now: t0 + 1), .ignore, "pipelined bytes wait")
+        XCTAssertEqual(x.tokenArrived(call: 1), .acquireUpstream(call: 1))
+        guard case .awaitingUpstream = x.phase else { return XCTFail("\(x.phase)") }
+        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: true), .sendHeld(takeBody: true, firstAttempt: true))
+        guard case .forwarding(let call, let attempt) = x.phase else { return XCTFail("\(x.phase)") }
+        XCTAssertEqual(call.attempts, 1)
+        XCTAssertEqual(call.replayable, true)
+        XCTAssertEqual(attempt, HTTP1Exchange.Attempt())
+        XCTAssertFalse(x.requestFullySent)
+    }
+
+    func testABodyStillArrivingIsStreamedAndContinueSaidOnce() {
+        var x = exchange(in: .awaitingUpstream, method: "POST", expectsContinue: true)
+        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: false), .stream(writeContinue: true, firstAttempt: true))
+        XCTAssertEqual(x.call?.replayable, false)
+        XCTAssertEqual(x.bytesArrived(now: t0 + 1), .pumpBody)
+        XCTAssertEqual(x.requestSent(), .awaitAnswer)
+        XCTAssertTrue(x.requestFullySent)
+        XCTAssertEqual(x.bytesArrived(now: t0 + 1), .ignore, "the body is all sent")
+    }
+
+    func testATokenOrConnectionForAnotherCallIsIgnored() {
+        var x = exchange(in: .awaitingToken)
+        let before = x
+        XCTAssertEqual(x.tokenArrived(call: 7), .ignore)
+        XCTAssertEqual(x.tokenFailed(call: 7, failure, bodySkippable: true), .ignore)
+        XCTAssertEqual(x, before)
+        _ = x.tokenArrived(call: 1)
+        XCTAssertEqual(x.upstreamReady(call: 7, bodyArrived: true), .ignore, "the connection goes back to the pool")
+        XCTAssertEqual(x.upstreamFailed(call: 7, failure, bodySkippable: true), .ignore)
     }
 
     func testATokenFailureIsRefusedKeepingTheConnectionWhenTheBodyWasConsumed() {
         var x = exchange(in: .awaitingToken)
         let refused = ProxyFailure.providerUnavailable("down")
-        XCTAssertEqual(x.refuse(refused, bodyConsumed: true), [.refuse(refused, keepAlive: true)])
+        XCTAssertEqual(x.tokenFailed(call: 1, refused, bodySkippable: true), .refuse(refused, keepAlive: true))
+        XCTAssertEqual(x.phase, .readingHead(deadline: nil))
+
+        var unread = exchange(in: .awaitingToken)
+        XCTAssertEqual(unread.tokenFailed(call: 1, refused, bodySkippable: false), .refuse(refused, keepAlive: false))
+        XCTAssertEqual(unread.phase, .closingAfterFlush)
+    }
+
+    func testAnUpstreamFailureBeforeSendingIsRefused() {
+        var x = exchange(in: .awaitingUpstream)
+        XCTAssertEqual(x.upstreamFailed(call: 1, failure, bodySkippable: true), .refuse(failure, keepAlive: true))
         XCTAssertEqual(x.phase, .readingHead(deadline: nil))
     }
 
     func testARefusalForAClientThatAskedToCloseCloses() {
         var x = exchange(in: .awaitingToken, keepAlive: false)
-        XCTAssertEqual(x.refuse(failure, bodyConsumed: true), [.refuse(failure, keepAlive: false)])
+        XCTAssertEqual(x.tokenFailed(call: 1, failure, bodySkippable: true), .refuse(failure, keepAlive: false))
         XCTAssertEqual(x.phase, .closingAfterFlush)
     }
 
     func testIllegalEventsWhileAwaitingChangeNothing() {
         var token = exchange(in: .awaitingToken)
         let tokenBefore = token
-        XCTAssertEqual(token.upstreamReady(), [])
-        XCTAssertEqual(token.responseHead(status: 200), [])
-        XCTAssertEqual(token.responseEnded(), [])
-        XCTAssertEqual(token.bodyRead(), [])
+        XCTAssertEqual(token.upstreamReady(call: 1, bodyArrived: true), .ignore)
+        XCTAssertEqual(token.responseHead(status: 200, framing: .none, declared: .none), .ignore)
+        XCTAssertEqual(token.responseEnded(), .ignore)
+        XCTAssertEqual(token.bodyRead(), .ignore)
         XCTAssertEqual(token, tokenBefore)
 
         var upstream = exchange(in: .awaitingUpstream)
         let upstreamBefore = upstream
-        XCTAssertEqual(upstream.tokenReady(), [])
-        XCTAssertEqual(upstream.requestSent(), [])
-        XCTAssertEqual(upstream.responseFailed(failure, retryable: true), [])
+        XCTAssertEqual(upstream.tokenArrived(call: 1), .ignore)
+        XCTAssertEqual(upstream.requestSent(), .ignore)
+        XCTAssertEqual(upstream.responseFailed(failure, retryable: true), .ignore)
         XCTAssertEqual(upstream, upstreamBefore)
     }
 
@@ -188,125 +312,225 @@ final class HTTP1ExchangeTests: XCTestCase {
 
     func testACallEndsWhenBothRequestAndAnswerAreDoneInEitherOrder() {
         var x = exchange(in: .forwarding)
-        XCTAssertEqual(x.responseHead(status: 200), [.relayResponse])
-        XCTAssertEqual(x.responseEnded(), [])
-        XCTAssertEqual(x.requestSent(), [.finishCall(keepAlive: true)])
+        XCTAssertEqual(x.responseHead(status: 200, framing: .contentLength(2), declared: .contentLength(2)),
+                       .relay(Relay(framing: .contentLength(2), http10: false, closeAfter: false)))
+        XCTAssertTrue(x.isRelaying)
+        XCTAssertEqual(x.responseEnded(), .awaitRequestEnd)
+        XCTAssertFalse(x.isRelaying)
+        XCTAssertEqual(x.requestSent(), .finishCall(keepAlive: true))
         XCTAssertEqual(x.phase, .readingHead(deadline: nil))
         XCTAssertNil(x.call)
 
         var y = exchange(in: .sent)
-        XCTAssertEqual(y.responseHead(status: 200), [.relayResponse])
-        XCTAssertEqual(y.responseEnded(), [.finishCall(keepAlive: true)])
-    }
-
-    func testAnAnswerThatMustCloseEndsTheCallWithAClose() {
-        var x = exchange(in: .relaying)
-        x.closeAfterAnswer()
-        XCTAssertEqual(x.responseEnded(), [.finishCall(keepAlive: false)])
-        XCTAssertEqual(x.phase, .closingAfterFlush)
-        XCTAssertEqual(x.outputFlushed(), [.close(reason: "answered, not keep-alive")])
-        XCTAssertEqual(x.phase, .closed)
+        XCTAssertEqual(y.responseHead(status: 200, framing: .chunked, declared: .chunked),
+                       .relay(Relay(framing: .chunked, http10: false, closeAfter: false)))
+        XCTAssertEqual(y.responseEnded(), .finishCall(keepAlive: true))
     }
 
     func testA401ToAHeldRequestIsRetriedOnceWithAFreshToken() {
         var x = exchange(in: .sent)
-        XCTAssertEqual(x.responseHead(status: 401), [])
-        XCTAssertEqual(x.phase, .retrying)
-        XCTAssertEqual(x.responseEnded(), [.refetchToken])
-        XCTAssertEqual(x.phase, .awaitingToken)
-        XCTAssertEqual(x.tokenReady(), [.acquireUpstream])
-        XCTAssertEqual(x.upstreamReady(), [.sendRequest])
+        XCTAssertEqual(x.responseHead(status: 401, framing: .contentLength(5), declared: .contentLength(5)), .dropForRetry)
+        guard case .retrying = x.phase else { return XCTFail("\(x.phase)") }
+        XCTAssertFalse(x.isRelaying, "its body is dropped")
+        XCTAssertTrue(x.requestFullySent)
+        XCTAssertEqual(x.responseEnded(), .refetchToken(call: 1))
+        guard case .awaitingToken = x.phase else { return XCTFail("\(x.phase)") }
+        XCTAssertEqual(x.tokenArrived(call: 1), .acquireUpstream(call: 1))
+        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: false), .sendHeld(takeBody: false, firstAttempt: false))
         XCTAssertEqual(x.call?.attempts, 2)
-        XCTAssertEqual(x.requestSent(), [])
+        XCTAssertEqual(x.requestSent(), .awaitAnswer)
         // The second 401 is relayed.
-        XCTAssertEqual(x.responseHead(status: 401), [.relayResponse])
+        XCTAssertEqual(x.responseHead(status: 401, framing: .contentLength(5), declared: .contentLength(5)),
+                       .relay(Relay(framing: .contentLength(5), http10: false, closeAfter: false)))
+    }
+
+    func testA401ArrivingBeforeTheRequestLeftWholeWaitsForItInRetrying() {
+        var x = exchange(in: .forwardingHeld)
+        XCTAssertEqual(x.responseHead(status: 401, framing: .contentLength(0), declared: .contentLength(0)), .dropForRetry)
+        XCTAssertFalse(x.requestFullySent, "a connection whose request was cut short is not reused")
+        XCTAssertEqual(x.requestSent(), .awaitAnswer)
+        XCTAssertTrue(x.requestFullySent)
     }
 
     func testA401ToAStreamedRequestIsRelayed() {
         var x = exchange(in: .forwarding)
-        XCTAssertEqual(x.responseHead(status: 401), [.relayResponse])
+        XCTAssertEqual(x.responseHead(status: 401, framing: .contentLength(0), declared: .contentLength(0)),
+                       .relay(Relay(framing: .contentLength(0), http10: false, closeAfter: false)))
     }
 
     func testTheKeepAliveRaceResendsAHeldIdempotentRequestOnce() {
         var x = exchange(in: .sent, method: "PUT")
-        XCTAssertEqual(x.responseFailed(failure, retryable: true), [.acquireUpstream])
-        XCTAssertEqual(x.phase, .awaitingUpstream)
-        XCTAssertEqual(x.upstreamReady(), [.sendRequest])
-        XCTAssertEqual(x.requestSent(), [])
-        XCTAssertEqual(x.responseFailed(failure, retryable: true), [.refuse(failure, keepAlive: true)])
+        XCTAssertEqual(x.responseFailed(failure, retryable: true), .resend(call: 1))
+        guard case .awaitingUpstream = x.phase else { return XCTFail("\(x.phase)") }
+        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: false), .sendHeld(takeBody: false, firstAttempt: false))
+        XCTAssertEqual(x.requestSent(), .awaitAnswer)
+        XCTAssertEqual(x.responseFailed(failure, retryable: true), .refuse(failure, keepAlive: true))
+    }
+
+    func testIdempotentMethodsAreTheOnesRFC9110Names() {
+        for method in ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"] { XCTAssertTrue(HTTP1Exchange.Call.isIdempotent(method), method) }
+        for method in ["POST", "PATCH", "get", "CONNECT"] { XCTAssertFalse(HTTP1Exchange.Call.isIdempotent(method), method) }
     }
 
     func testTheKeepAliveRaceNeverResendsAPostOrPatch() {
         for method in ["POST", "PATCH"] {
             var x = exchange(in: .sent, method: method)
-            XCTAssertEqual(x.responseFailed(failure, retryable: true), [.refuse(failure, keepAlive: true)], method)
+            XCTAssertEqual(x.responseFailed(failure, retryable: true), .refuse(failure, keepAlive: true), method)
             XCTAssertEqual(x.phase, .readingHead(deadline: nil))
         }
     }
 
     func testAFailureThatIsNotTheRaceIsRefused() {
         var x = exchange(in: .sent)
-        XCTAssertEqual(x.responseFailed(failure, retryable: false), [.refuse(failure, keepAlive: true)])
+        XCTAssertEqual(x.responseFailed(failure, retryable: false), .refuse(failure, keepAlive: true))
         var streamed = exchange(in: .forwarding)
-        XCTAssertEqual(streamed.responseFailed(failure, retryable: true), [.refuse(failure, keepAlive: false)],
+        XCTAssertEqual(streamed.responseFailed(failure, retryable: true), .refuse(failure, keepAlive: false),
                        "not held: not resent, and its body is cut")
     }
 
     func testAFailureMidAnswerClosesAfterWhatWasRelayed() {
         var x = exchange(in: .relaying)
-        XCTAssertEqual(x.responseFailed(failure, retryable: false), [.closeAfterFlush])
+        XCTAssertEqual(x.responseFailed(failure, retryable: false), .closeAfterFlush)
         XCTAssertEqual(x.phase, .closingAfterFlush)
         XCTAssertNil(x.call)
     }
 
     func testAFailureWhileRetryingAfter401IsRefused() {
         var x = exchange(in: .retrying)
-        XCTAssertEqual(x.responseFailed(failure, retryable: true), [.refuse(failure, keepAlive: true)])
+        XCTAssertEqual(x.responseFailed(failure, retryable: true), .refuse(failure, keepAlive: true))
     }
 
     func testIllegalEventsWhileForwardingChangeNothing() {
         var x = exchange(in: .relaying)
         let before = x
-        XCTAssertEqual(x.headParsed(method: "GET", keepAlive: true, chunked: false), [])
-        XCTAssertEqual(x.tokenReady(), [])
-        XCTAssertEqual(x.upstreamReady(), [])
-        XCTAssertEqual(x.bodyRead(), [])
-        XCTAssertEqual(x.outputFlushed(), [])
-        XCTAssertEqual(x.headDeadlinePassed(now: t0 + 100, buffered: 1), [])
-        XCTAssertEqual(x, before)
+        XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, chunked: false), .ignore)
+        XCTAssertEqual(x.tokenArrived(call: 1), .ignore)
+        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: true), .ignore)
+        XCTAssertEqual(x.bodyRead(), .ignore)
+        XCTAssertEqual(x.outputFlushed(), .ignore)
+        XCTAssertEqual(x.responseHead(status: 200, framing: .none, declared: .none), .ignore, "one answer a try")
+        XCTAssertEqual(x.headTimerFired(now: t0 + 100, buffered: 1), .ignore)
+        XCTAssertEqual(x, before.withTimerFired)
+    }
+
+    // MARK: the relayed answer's framing and keep-alive
+
+    private func relay(
+        status: Int = 200, _ framing: BodyFraming, declared: BodyFraming? = nil, http10: Bool = false, keepAlive: Bool = true,
+        method: String = "GET"
+    ) -> (HTTP1Exchange.ResponseHeadAction, HTTP1Exchange.ResponseEndAction) {
+        var x = exchange(in: .sent, method: method, keepAlive: keepAlive, http10: http10)
+        let head = x.responseHead(status: status, framing: framing, declared: declared ?? framing)
+        return (head, x.responseEnded())
+    }
+
+    func testAChunkedAnswerToAnHTTP10ClientIsDecodedAndTheConnectionCloses() {
+        let (head, end) = relay(.chunked, http10: true)
+        XCTAssertEqual(head, .relay(Relay(framing: .dechunked, http10: true, closeAfter: true)))
+        XCTAssertEqual(end, .finishCall(keepAlive: false))
+    }
+
+    func testAnAnswerThatEndsAtCloseClosesTheConnection() {
+        let (head, end) = relay(.untilClose)
+        XCTAssertEqual(head, .relay(Relay(framing: .untilClose, http10: false, closeAfter: true)))
+        XCTAssertEqual(end, .finishCall(keepAlive: false))
+
+        var x = exchange(in: .sent)
+        _ = x.responseHead(status: 200, framing: .untilClose, declared: .untilClose)
+        _ = x.responseEnded()
+        XCTAssertEqual(x.phase, .closingAfterFlush)
+        XCTAssertEqual(x.outputFlushed(), .close(reason: "answered, not keep-alive"))
+        XCTAssertEqual(x.phase, .closed)
+    }
+
+    func testHeadAnd304AnswersKeepTheLengthTheyDeclare() {
+        let (head, end) = relay(.none, declared: .contentLength(1234), method: "HEAD")
+        XCTAssertEqual(head, .relay(Relay(framing: .none(declaredLength: 1234), http10: false, closeAfter: false)))
+        XCTAssertEqual(end, .finishCall(keepAlive: true))
+        let (notModified, _) = relay(status: 304, .none, declared: .contentLength(99))
+        XCTAssertEqual(notModified, .relay(Relay(framing: .none(declaredLength: 99), http10: false, closeAfter: false)))
+        let (noContent, _) = relay(status: 204, .none, declared: .contentLength(7))
+        XCTAssertEqual(noContent, .relay(Relay(framing: .none(declaredLength: nil), http10: false, closeAfter: false)),
+                       "a 204 has no length")
+        let (chunkedHead, _) = relay(.none, declared: .chunked, method: "HEAD")
+        XCTAssertEqual(chunkedHead, .relay(Relay(framing: .none(declaredLength: nil), http10: false, closeAfter: false)))
+    }
+
+    func testKeepAliveIsKeptOtherwiseAndAnHTTP10ClientIsToldSo() {
+        let (head, end) = relay(.contentLength(3), http10: true)
+        let kept = Relay(framing: .contentLength(3), http10: true, closeAfter: false)
+        XCTAssertEqual(head, .relay(kept))
+        XCTAssertTrue(kept.saysKeepAlive)
+        XCTAssertEqual(end, .finishCall(keepAlive: true))
+        XCTAssertFalse(Relay(framing: .chunked, http10: false, closeAfter: false).saysKeepAlive)
+    }
+
+    func testAClientThatAskedToCloseIsAnsweredWithClose() {
+        let (head, end) = relay(.contentLength(3), keepAlive: false)
+        XCTAssertEqual(head, .relay(Relay(framing: .contentLength(3), http10: false, closeAfter: true)))
+        XCTAssertEqual(end, .finishCall(keepAlive: false))
     }
 
     // MARK: draining, closing
 
     func testDrainClosesAnIdleConnectionAndEndsABusyOneAfterItsCall() {
         var idle = exchange(in: .readingHead)
-        XCTAssertEqual(idle.drain(buffered: 0), [.close(reason: "draining")])
+        XCTAssertEqual(idle.drain(buffered: 0), .close(reason: "draining"))
         XCTAssertEqual(idle.phase, .closed)
 
         var busy = exchange(in: .relaying)
-        XCTAssertEqual(busy.drain(buffered: 0), [])
-        XCTAssertEqual(busy.responseEnded(), [.finishCall(keepAlive: false)])
+        XCTAssertEqual(busy.drain(buffered: 0), .finishCurrent)
+        XCTAssertEqual(busy.responseEnded(), .finishCall(keepAlive: false))
         XCTAssertEqual(busy.phase, .closingAfterFlush)
 
         var pending = exchange(in: .readingHead)
-        XCTAssertEqual(pending.drain(buffered: 3), [], "a head already arriving is served")
-        XCTAssertEqual(pending.headParsed(method: "GET", keepAlive: true, chunked: false), [.lookUpToken])
+        XCTAssertEqual(pending.drain(buffered: 3), .finishCurrent, "a head already arriving is served")
+        XCTAssertEqual(pending.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, chunked: false),
+                       .lookUpToken(call: 1))
         XCTAssertEqual(pending.call?.keepAlive, false)
+    }
+
+    func testADrainingConnectionAnswersWithCloseAndRefusesWithClose() {
+        var sent = exchange(in: .sent)
+        _ = sent.drain(buffered: 0)
+        XCTAssertEqual(sent.responseHead(status: 200, framing: .contentLength(1), declared: .contentLength(1)),
+                       .relay(Relay(framing: .contentLength(1), http10: false, closeAfter: true)))
+
+        var waiting = exchange(in: .awaitingToken)
+        _ = waiting.drain(buffered: 0)
+        XCTAssertEqual(waiting.tokenFailed(call: 1, failure, bodySkippable: true), .refuse(failure, keepAlive: false))
+
+        var head = exchange(in: .readingHead)
+        _ = head.drain(buffered: 1)
+        XCTAssertEqual(head.headRefused(failure, bodySkippable: true), .refuse(failure, keepAlive: false))
     }
 
     func testNothingHappensOnceClosingOrClosed() {
         for start in [Start.closingAfterFlush, .closed] {
             var x = exchange(in: start)
             let before = x
-            XCTAssertEqual(x.headParsed(method: "GET", keepAlive: true, chunked: false), [])
-            XCTAssertEqual(x.tokenReady(), [])
-            XCTAssertEqual(x.responseEnded(), [])
-            XCTAssertEqual(x.refuse(failure, bodyConsumed: true), [])
-            XCTAssertEqual(x.headDeadlinePassed(now: t0 + 100, buffered: 1), [])
-            XCTAssertEqual(x.bytesArrived(now: t0 + 100), [])
-            XCTAssertEqual(x, before)
+            XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, chunked: false), .ignore)
+            XCTAssertEqual(x.headRefused(failure, bodySkippable: true), .ignore)
+            XCTAssertEqual(x.tokenArrived(call: 1), .ignore)
+            XCTAssertEqual(x.responseEnded(), .ignore)
+            XCTAssertEqual(x.bytesArrived(now: t0 + 100), .ignore)
+            XCTAssertEqual(x.readTimedOut(buffered: 1, described: "timeout"), .keepReading)
+            XCTAssertEqual(x.drain(buffered: 0), .finishCurrent)
+            XCTAssertEqual(x.phase, before.phase)
         }
         var closed = exchange(in: .closed)
-        XCTAssertEqual(closed.outputFlushed(), [])
+        XCTAssertNil(closed.headTimerAt)
+        XCTAssertEqual(closed.headTimerFired(now: t0 + 100, buffered: 1), .ignore)
+        XCTAssertEqual(closed.outputFlushed(), .ignore)
+        XCTAssertEqual(closed.close(), .alreadyClosed)
+    }
+}
+
+private extension HTTP1Exchange {
+    /// The same exchange after its head timer fired outside `readingHead` (it is no longer armed).
+    var withTimerFired: HTTP1Exchange {
+        var x = self
+        _ = x.headTimerFired(now: .infinity, buffered: 0)
+        return x
     }
 }

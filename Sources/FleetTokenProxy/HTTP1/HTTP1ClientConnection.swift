@@ -10,44 +10,54 @@ import Logging
 /// pipelined requests wait in the input buffer. Its owner is the `ProxyServer`;
 /// `close(reason:)` is its one way out.
 final class HTTP1ClientConnection: ClientConnection, TransportDelegate, ResponseSink {
-    /// How the request body arrives from the client.
+    /// How the request body arrives from the client, or that the sidecar holds it whole.
     private enum RequestBody {
+        /// Content-Length bytes still to come from the client (0: none, or all sent on).
         case remaining(Int)
+        /// A chunked body being decoded into `InFlight.held`.
         case chunked(ChunkedBodyScanner)
+        /// The whole body is in `InFlight.held` (a small body that came with its head, a
+        /// decoded chunked one): forwarded with a Content-Length, and kept for one resend.
+        case held
     }
 
-    /// The data of the call in flight (its state is in `exchange`). A class: updated in place
-    /// many times per call.
-    private final class CallData {
-        /// Which call of the connection this is: the token and upstream callbacks check it
-        /// instead of holding a weak reference (a side-table allocation per call).
-        let serial: Int
+    /// What the call in flight holds: its head, entity, record, body, token and borrowed
+    /// connection. Its progress is in `exchange` (`HTTP1Exchange.Call`). A class: updated in
+    /// place many times per call.
+    private final class InFlight {
         let head: RequestHead
         let key: EntityKey
         var record: CallRecord
         var body: RequestBody
-        /// The whole request body, once the sidecar holds it (small bodies, chunked bodies):
-        /// forwarded with a Content-Length, and kept for one resend.
-        var held: [UInt8]?
+        /// The body's bytes the sidecar holds: being decoded (`.chunked`) or whole (`.held`).
+        var held: [UInt8] = []
         var token: String?
         var upstream: HTTP1UpstreamConnection?
         var ticket: PoolTicket?
         /// Bytes reserved from the process-wide buffer budget for this call.
         var reserved = 0
-        /// A chunked answer to an HTTP/1.0 client is decoded.
+        /// Decodes a chunked answer for an HTTP/1.0 client (`Relay.Framing.dechunked`).
         var dechunker: ChunkedBodyScanner?
-        var continueSent = false
 
         /// The record is built here, where it stays, rather than copied in.
-        init(serial: Int, head: RequestHead, key: EntityKey, started: Double, body: RequestBody) {
-            self.serial = serial
+        init(head: RequestHead, key: EntityKey, started: Double, body: RequestBody) {
             self.head = head
             self.key = key
             record = CallRecord(protocolName: "http1", started: started)
             record.method = head.method
-            // The target becomes a String only when a line is written (see `finishCall`).
+            // The target becomes a String only when a line is written (see `takeRecord`).
             record.entityType = key.type.rawValue
             self.body = body
+        }
+
+        /// The record, moved out to be written (a placeholder of literals takes its place),
+        /// not copied.
+        @inline(__always)
+        func takeRecord(core: ProxyCore, logger: Logger) -> CallRecord {
+            var taken = CallRecord(protocolName: "http1", started: 0)
+            swap(&taken, &record)
+            if CallRecord.writesLine(core: core, logger: logger) { taken.target = head.target }
+            return taken
         }
     }
 
@@ -55,14 +65,13 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
     private let core: ProxyCore
     private unowned let server: ProxyServer
     private var exchange: HTTP1Exchange
-    private var call: CallData?
-    /// The whole-head deadline's timer: one libevent event for the connection's life, armed
-    /// lazily. A call that reads its head in time leaves it armed; when it fires it finds the
-    /// deadline moved on (or no head awaited) and re-arms or stays quiet. A timer allocated,
-    /// added and deleted per call cost about 2,000 instructions a call.
+    private var inFlight: InFlight?
+    /// The whole-head deadline's timer: one libevent event for the connection's life. When it
+    /// is armed is the exchange's to decide (`HTTP1Exchange.headTimerAt`): a call that reads
+    /// its head in time leaves it armed, and when it fires it finds the deadline moved on (or
+    /// no head awaited) and re-arms or stays quiet. A timer allocated, added and deleted per
+    /// call cost about 2,000 instructions a call.
     private var headTimer: LoopWakeup!
-    /// The monotonic time the armed event fires at; nil while not armed.
-    private var headTimerArmedFor: Double?
     private var logger: Logger
     /// The answer's head waits here until its first body bytes (or its end), so head and body
     /// leave in one write: one packet and one wake-up of the client instead of two.
@@ -77,8 +86,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         var logger = core.logger
         logger[metadataKey: "conn"] = "\(id)"
         self.logger = logger
-        let now = core.clock.monotonicNow
-        exchange = HTTP1Exchange(now: now, headTimeout: core.limits.headTimeout)
+        exchange = HTTP1Exchange(now: core.clock.monotonicNow, headTimeout: core.limits.headTimeout)
         let bev = bufferevent_socket_new(core.loop.base, fd, Int32(BEV_OPT_CLOSE_ON_FREE.rawValue))!
         transport = Transport(bev: bev, delegate: self, directWrites: true)
         transport.readDirectly()
@@ -91,22 +99,29 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         // Unowned: `close` cancels the wakeup (freeing its event), so it never fires into a
         // freed connection.
         headTimer = LoopWakeup(loop: core.loop) { [unowned self] in headTimerFired() }
-        armHeadTimer(at: now + core.limits.headTimeout)
+        // The exchange starts with its first head's deadline armed (`HTTP1Exchange.init`).
+        headTimer.arm(after: core.limits.headTimeout)
     }
 
     deinit {
         evbuffer_free(corked)
     }
 
-    /// The one close path: frees the socket, gives back a borrowed upstream connection that
-    /// can no longer be trusted, returns held bytes to the budget, and tells the server.
-    /// Idempotent.
+    /// The one way out, for the server and for a broken socket: the exchange says whether the
+    /// connection is still open. Idempotent.
     func close(reason: String) {
-        guard !closed else { return }
-        closed = true
-        exchange.closed()
+        switch exchange.close() {
+        case .tearDown: tearDown(reason: reason)
+        case .alreadyClosed: break
+        }
+    }
+
+    /// Frees the socket, gives back a borrowed upstream connection that can no longer be
+    /// trusted, returns held bytes to the budget, and tells the server. Runs once: after the
+    /// exchange moved to `closed`.
+    private func tearDown(reason: String) {
         endCall(discardUpstream: "client connection closed")
-        stopHeadTimer()
+        headTimer.cancel()
         logger.trace("connection closed", metadata: ["reason": "\(reason)"])
         transport.close()
         server.connectionClosed(self)
@@ -114,34 +129,34 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
 
     /// Stops taking new requests; an idle connection closes now, a busy one after its call.
     func drain() {
-        perform(exchange.drain(buffered: transport.inputLength))
+        switch exchange.drain(buffered: transport.inputLength) {
+        case .close(let reason): tearDown(reason: reason)
+        case .finishCurrent: break
+        }
     }
-
-    /// Until a first request is read, the bytes may instead be the HTTP/2 preface.
-    private var servedACall = false
-    /// Set once by `close` (or when HTTP/2 takes the socket over).
-    private var closed = false
 
     // MARK: TransportDelegate
 
     func transportReadable(_ transport: Transport) {
-        switch exchange.phase {
-        case .readingHead:
-            perform(exchange.bytesArrived(now: core.clock.monotonicNow))
+        switch exchange.bytesArrived(now: core.clock.monotonicNow) {
+        case .readHead:
             readRequests()
-        case .readingBody: readChunkedBody()
-        case .forwarding: pumpRequestBody()
-        default: break
+        case .armHeadTimerAndReadHead(let deadline):
+            armHeadTimer(at: deadline)
+            readRequests()
+        case .readBody: readChunkedBody()
+        case .pumpBody: pumpRequestBody()
+        case .ignore: break
         }
     }
 
     func transportWritable(_ transport: Transport) {
         switch exchange.phase {
         case .closingAfterFlush:
-            if transport.outputLength == 0 { perform(exchange.outputFlushed()) }
+            if transport.outputLength == 0 { outputFlushed() }
         case .forwarding:
             // The client caught up: resume the upstream answer.
-            if transport.outputLength < core.limits.bufferHighWater { call?.upstream?.resumeReading() }
+            if transport.outputLength < core.limits.bufferHighWater { inFlight?.upstream?.resumeReading() }
         default:
             break
         }
@@ -150,71 +165,30 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
     func transportEvent(_ transport: Transport, events: Int16) {
         let e = Int32(events)
         if e & BEV_EVENT_TIMEOUT != 0 && e & BEV_EVENT_READING != 0 {
-            if case .readingHead = exchange.phase {
-                close(reason: transport.inputLength == 0 ? "idle" : "request head too slow")
-                return
-            }
-            let bodyStillArriving = exchange.phase == .readingBody
-                || (exchange.phase == .forwarding && exchange.call?.requestSent == false)
-            if !bodyStillArriving {
-                // Quiet because it waits for us (token, upstream answer): those waits have
-                // their own bounds. libevent disabled reading on the timeout; turn it back on.
+            switch exchange.readTimedOut(buffered: transport.inputLength, described: transport.describe(events: e)) {
+            case .close(let reason):
+                tearDown(reason: reason)
+            case .keepReading:
+                // libevent disabled reading on the timeout; turn it back on.
                 transport.enableReading()
-                return
             }
+            return
         }
         close(reason: transport.describe(events: e))
     }
 
-    // MARK: The state machine's actions
+    // MARK: The head timer
 
-    private func perform(_ actions: HTTP1Exchange.Actions) {
-        guard let action = actions.action, !closed else { return }
-        switch action {
-        case .armHeadDeadline(let at): armHeadTimer(at: at)
-        case .readBody: readChunkedBody()
-        case .lookUpToken: lookUpToken()
-        case .refetchToken: refetchToken()
-        case .acquireUpstream: acquireUpstream()
-        case .sendRequest: sendRequest()
-        case .relayResponse: break // done in responseHead, which knows the head
-        case .finishCall(let keepAlive): finishCall(keepAlive: keepAlive)
-        case .refuse(let failure, let keepAlive): answerRefusal(failure, keepAlive: keepAlive)
-        case .closeAfterFlush:
-            uncork()
-            endCall(discardUpstream: "answer cut short")
-            finishAndClose()
-        case .close(let reason): close(reason: reason)
-        }
-    }
-
-    /// Makes sure the head timer fires no later than `deadline`. Deadlines only move later
-    /// (each is a fixed time after the previous call's end), so an armed timer is usually left
-    /// as it is and re-armed when it fires.
     private func armHeadTimer(at deadline: Double) {
-        if let armed = headTimerArmedFor, armed <= deadline { return }
-        headTimerArmedFor = deadline
         headTimer.arm(after: max(0, deadline - core.clock.monotonicNow))
     }
 
-    /// For good: the connection is closing or handing its socket to HTTP/2.
-    private func stopHeadTimer() {
-        headTimerArmedFor = nil
-        headTimer.cancel()
-    }
-
-    /// The head timer fired at the deadline it was armed for: the state machine decides,
-    /// unless a later head's deadline has replaced that one (then the timer waits for it).
     private func headTimerFired() {
-        guard let armed = headTimerArmedFor else { return }
-        headTimerArmedFor = nil
-        guard !closed else { return }
-        let now = max(armed, core.clock.monotonicNow)
-        if case .readingHead(let deadline?) = exchange.phase, deadline > now {
-            armHeadTimer(at: deadline)
-            return
+        switch exchange.headTimerFired(now: core.clock.monotonicNow, buffered: transport.inputLength) {
+        case .rearm(let deadline): armHeadTimer(at: deadline)
+        case .close(let reason): tearDown(reason: reason)
+        case .ignore: break
         }
-        perform(exchange.headDeadlinePassed(now: now, buffered: transport.inputLength))
     }
 
     // MARK: Reading requests
@@ -224,13 +198,12 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         guard case .readingHead = exchange.phase, transport.isOpen else { return }
         let available = transport.inputLength
         guard available > 0 else { return }
-        if !servedACall {
+        if exchange.mayBeHTTP2 {
             switch HTTP2Preface.match(transport.input, available: available) {
             case .matches:
                 // h2c with prior knowledge: the HTTP/2 connection takes the socket over.
-                closed = true
-                exchange.closed()
-                stopHeadTimer()
+                exchange.handedToHTTP2()
+                headTimer.cancel()
                 server.upgrade(self, transport: transport)
                 return
             case .needMore:
@@ -248,27 +221,18 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             break
         case .invalid(let failure):
             core.statistics.calls += 1
-            var record = CallRecord(protocolName: "http1", started: core.clock.monotonicNow)
-            record.refusal = failure.message
-            record.status = failure.httpStatus
-            refusedRecord = record
-            perform(exchange.headRefused(failure, keepAlive: false))
+            let record = CallRecord(protocolName: "http1", started: core.clock.monotonicNow)
+            // Its framing is unknown: the connection cannot find the next request.
+            refuseHead(failure, record: record, skippingIfBuffered: nil)
         case .complete(let head, let length):
             evbuffer_drain(transport.input, length)
-            // The head timer stays armed (see `armHeadTimer`): out of `readingHead`, its firing
+            // The head timer stays armed (see `headTimer`): out of `readingHead`, its firing
             // changes nothing.
             start(head)
         }
     }
 
-    /// The serial number of the latest call (see `CallData.serial`).
-    private var callSerial = 0
-
-    /// The record of a call refused before `call` existed (bad head, bad route).
-    private var refusedRecord: CallRecord?
-
     private func start(_ head: RequestHead) {
-        servedACall = true
         core.statistics.calls += 1
         let started = core.clock.monotonicNow
         let body: RequestBody
@@ -277,53 +241,66 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         case .chunked: body = .chunked(ChunkedBodyScanner())
         case .none, .untilClose: body = .remaining(0)
         }
-        // A refusal builds its record here; a call builds its own in `CallData.init`.
+        // A refusal builds its record here; a call builds its own in `InFlight.init`.
         func refuseBeforeCall(_ failure: ProxyFailure, bodyKnown: Bool) {
             var record = CallRecord(protocolName: "http1", started: started)
             record.method = head.method
             record.target = head.target
-            record.status = failure.httpStatus
-            record.refusal = failure.message
-            refusedRecord = record
-            perform(exchange.headRefused(failure, keepAlive: head.keepAlive && bodyKnown && skipBody(body)))
-        }
-        if case .contentLength(let n) = head.framing, n > core.limits.maxRequestBodyBytes {
-            refuseBeforeCall(.requestTooLarge("request body of \(n) bytes is over the limit of \(core.limits.maxRequestBodyBytes)"), bodyKnown: false)
-            return
-        }
-        if let failure = Self.headerRefusal(head.fields) {
-            refuseBeforeCall(failure, bodyKnown: true)
-            return
+            refuseHead(failure, record: record, skippingIfBuffered: head.keepAlive && bodyKnown ? body : nil)
         }
         let key: EntityKey
-        switch head.withTarget({ RESTRoute.classify(method: head.method, target: $0) }) {
-        case .failure(let failure):
-            refuseBeforeCall(failure, bodyKnown: true)
+        switch admit(head) {
+        case .refuse(let failure, let bodyKnown):
+            refuseBeforeCall(failure, bodyKnown: bodyKnown)
             return
-        case .success(let k): key = k
+        case .call(let k):
+            key = k
         }
-        callSerial += 1
-        let call = CallData(serial: callSerial, head: head, key: key, started: started, body: body)
         // Request bytes this call may hold before they leave: what the input buffer may queue
         // for it, or its whole body when smaller. Refused when the process-wide budget is spent.
         let hold: Int
         switch body {
         case .remaining(let n): hold = min(n, core.limits.bufferHighWater)
-        case .chunked: hold = core.limits.bufferHighWater
+        case .chunked, .held: hold = core.limits.bufferHighWater
         }
         guard core.bufferBudget.reserve(hold) else {
             refuseBeforeCall(.overloaded("the sidecar holds too many request bytes; try again"), bodyKnown: false)
             return
         }
+        let call = InFlight(head: head, key: key, started: started, body: body)
         call.reserved = hold
-        self.call = call
-        var chunked = false
-        if case .chunked = body { chunked = true }
-        if chunked && head.expectsContinue {
-            call.continueSent = true
-            transport.write("HTTP/1.1 100 Continue\r\n\r\n")
+        inFlight = call
+        switch exchange.headParsed(method: head.method, http10: head.minorVersion == 0, keepAlive: head.keepAlive,
+                                   expectsContinue: head.expectsContinue, chunked: head.framing == .chunked) {
+        case .readBody(let writeContinue):
+            if writeContinue { transport.write("HTTP/1.1 100 Continue\r\n\r\n") }
+            readChunkedBody()
+        case .lookUpToken(let number):
+            lookUpToken(call: number)
+        case .ignore:
+            endCall(discardUpstream: nil) // not reading heads: `readRequests` checked it
         }
-        perform(exchange.headParsed(method: head.method, keepAlive: head.keepAlive, chunked: chunked))
+    }
+
+    private enum Admission {
+        case call(EntityKey)
+        /// `bodyKnown`: the body's length is known and may be skipped to keep the connection.
+        case refuse(ProxyFailure, bodyKnown: Bool)
+    }
+
+    /// The entity a request is for, or why it is refused before its call begins: a body over
+    /// the limit, a header field the sidecar refuses, a route that is not a Fleet Engine call.
+    private func admit(_ head: RequestHead) -> Admission {
+        if case .contentLength(let n) = head.framing, n > core.limits.maxRequestBodyBytes {
+            return .refuse(.requestTooLarge("request body of \(n) bytes is over the limit of \(core.limits.maxRequestBodyBytes)"), bodyKnown: false)
+        }
+        if let failure = Self.headerRefusal(head.fields) {
+            return .refuse(failure, bodyKnown: true)
+        }
+        switch head.withTarget({ RESTRoute.classify(method: head.method, target: $0) }) {
+        case .failure(let failure): return .refuse(failure, bodyKnown: true)
+        case .success(let key): return .call(key)
+        }
     }
 
     /// `RESTRoute.headerRefusal` over the field names as the parser left them: no `String`
@@ -337,24 +314,61 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         return failure
     }
 
-    /// Drops a refused request's body when it is already buffered, so the connection can be
-    /// kept; false when the body is still arriving or chunked (then the connection must close).
-    private func skipBody(_ body: RequestBody) -> Bool {
+    /// Whether the body is out of the way once `skip` drops it: held, or wholly buffered.
+    /// False when it is still arriving or chunked (then the connection must close).
+    private func isSkippable(_ body: RequestBody) -> Bool {
         switch body {
-        case .remaining(let n):
-            guard transport.inputLength >= n else { return false }
-            evbuffer_drain(transport.input, n)
-            return true
-        case .chunked:
-            return false
+        case .remaining(let n): return transport.inputLength >= n
+        case .held: return true
+        case .chunked: return false
         }
+    }
+
+    /// Drops a refused request's buffered body, so the connection can carry the next one.
+    private func skip(_ body: RequestBody) {
+        if case .remaining(let n) = body, n > 0 { evbuffer_drain(transport.input, n) }
     }
 
     /// Reads and decodes a chunked body whole (extensions and trailers dropped): the sidecar
     /// forwards it with its own Content-Length once it is all in.
     private func readChunkedBody() {
-        guard exchange.phase == .readingBody, let call, case .chunked(var scanner) = call.body else { return }
-        var held = call.held ?? []
+        guard case .readingBody = exchange.phase, let call = inFlight, case .chunked(var scanner) = call.body else { return }
+        var held: [UInt8] = []
+        swap(&held, &call.held) // one reference to its storage while it grows: no copy
+        var (consumed, finished, failure) = decodeChunks(&scanner, into: &held)
+        if failure == nil && held.count > call.reserved {
+            let more = held.count - call.reserved
+            if core.bufferBudget.reserve(more) {
+                call.reserved += more
+            } else {
+                failure = .overloaded("the sidecar holds too many request bytes; try again")
+            }
+        }
+        if let failure {
+            switch exchange.bodyFailed(failure) {
+            case .refuse(let failure, let keepAlive): refuseCall(failure, keepAlive: keepAlive)
+            case .ignore: break
+            }
+            return
+        }
+        evbuffer_drain(transport.input, consumed)
+        swap(&held, &call.held)
+        guard finished else {
+            call.body = .chunked(scanner)
+            return
+        }
+        call.body = .held
+        switch exchange.bodyRead() {
+        case .lookUpToken(let number): lookUpToken(call: number)
+        case .ignore: break
+        }
+    }
+
+    /// Runs the chunk scanner over the input's chains in place, appending the decoded data to
+    /// `held` up to the body limit: what it consumed, whether the body ended, and why not.
+    private func decodeChunks(
+        _ scanner: inout ChunkedBodyScanner, into held: inout [UInt8]
+    ) -> (consumed: Int, finished: Bool, failure: ProxyFailure?) {
         var consumed = 0
         var finished = false
         var failure: ProxyFailure?
@@ -375,133 +389,143 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
                 return failure == nil && !r.finished && r.consumed == chunk.count
             }
         }
-        if failure == nil && held.count > call.reserved {
-            let more = held.count - call.reserved
-            if core.bufferBudget.reserve(more) {
-                call.reserved += more
-            } else {
-                failure = .overloaded("the sidecar holds too many request bytes; try again")
-            }
-        }
-        if let failure {
-            perform(exchange.refuse(failure, bodyConsumed: false))
-            return
-        }
-        evbuffer_drain(transport.input, consumed)
-        call.body = .chunked(scanner)
-        call.held = held
-        if finished { perform(exchange.bodyRead()) }
+        return (consumed, finished, failure)
     }
 
     // MARK: Token and upstream
 
-    private func lookUpToken() {
-        guard let call else { return }
-        // A token handed over before token(for:) returns came from the cache without waiting.
-        // (A flag of the connection, not a captured variable: that would be a box per call.)
-        lookingUpToken = true
-        defer { lookingUpToken = false }
-        let serial = call.serial
-        core.cache.token(for: call.key) { [weak self] result in
-            guard let self, let call = self.call, call.serial == serial, exchange.phase == .awaitingToken else { return }
-            if call.record.cacheOutcome == nil { call.record.cacheOutcome = lookingUpToken ? "hit" : "miss" }
-            switch result {
-            case .failure(let failure):
-                perform(exchange.refuse(failure, bodyConsumed: skipRemainingBody()))
-            case .success(let token):
-                call.token = token
-                perform(exchange.tokenReady())
-            }
+    private func lookUpToken(call number: Int) {
+        guard let call = inFlight else { return }
+        // A token handed over before token(for:) returns came from the cache without waiting:
+        // the first lookup's record says "hit" while it asks, and "miss" if it still waits
+        // after (no flag, and no captured variable, which would be a box per call).
+        let first = call.record.cacheOutcome == nil
+        if first { call.record.cacheOutcome = "hit" }
+        core.cache.token(for: call.key) { [weak self] result in self?.tokenAnswered(result, call: number) }
+        if first, case .awaitingToken(let waiting) = exchange.phase, waiting.number == number {
+            call.record.cacheOutcome = "miss"
         }
     }
 
-    /// True while `token(for:)` runs: an answer then came from the cache without waiting.
-    private var lookingUpToken = false
+    private func tokenAnswered(_ result: Result<String, ProxyFailure>, call number: Int) {
+        guard let call = inFlight else { return }
+        switch result {
+        case .failure(let failure):
+            switch exchange.tokenFailed(call: number, failure, bodySkippable: isSkippable(call.body)) {
+            case .refuse(let failure, let keepAlive): refuseCall(failure, keepAlive: keepAlive)
+            case .ignore: break
+            }
+        case .success(let token):
+            switch exchange.tokenArrived(call: number) {
+            case .acquireUpstream(let number):
+                call.token = token
+                acquireUpstream(call: number)
+            case .ignore: break
+            }
+        }
+    }
 
     /// Fleet Engine refused the token (revoked, rotated key): drop it from the cache and fetch
     /// another; the call is sent once more. The first answer never reaches the client.
-    private func refetchToken() {
-        guard let call else { return }
+    private func refetchToken(call number: Int) {
+        guard let call = inFlight else { return }
         if let old = call.token { core.cache.invalidate(call.key, token: old) }
         call.token = nil
-        logger.debug("Fleet Engine answered 401; retrying once with a fresh token", metadata: ["entity_type": "\(call.key.type.rawValue)"])
-        lookUpToken()
+        lookUpToken(call: number)
     }
 
-    private func acquireUpstream() {
-        guard let call else { return }
+    private func acquireUpstream(call number: Int) {
+        guard let call = inFlight else { return }
         if let upstream = core.upstream.takeIdle() {
-            call.upstream = upstream
-            perform(exchange.upstreamReady())
+            upstreamLent(upstream, call: number)
             return
         }
-        let serial = call.serial
         call.ticket = core.upstream.acquire { [weak self, pool = core.upstream] result in
-            guard let self, let call = self.call, call.serial == serial, exchange.phase == .awaitingUpstream else {
+            guard let self else {
                 if case .success(let c) = result { pool.release(c, reusable: true) }
                 return
             }
-            call.ticket = nil
             switch result {
-            case .failure(let failure):
-                perform(exchange.refuse(failure, bodyConsumed: skipRemainingBody()))
-            case .success(let upstream):
-                call.upstream = upstream
-                perform(exchange.upstreamReady())
+            case .failure(let failure): upstreamFailed(failure, call: number)
+            case .success(let upstream): upstreamLent(upstream, call: number)
             }
         }
     }
 
-    /// For a refusal: whether the rest of the body can be dropped so the connection is kept.
-    private func skipRemainingBody() -> Bool {
-        guard let call else { return false }
-        if call.held != nil { return true }
-        return skipBody(call.body)
+    private func upstreamFailed(_ failure: ProxyFailure, call number: Int) {
+        guard let call = inFlight else { return }
+        switch exchange.upstreamFailed(call: number, failure, bodySkippable: isSkippable(call.body)) {
+        case .refuse(let failure, let keepAlive):
+            call.ticket = nil
+            refuseCall(failure, keepAlive: keepAlive)
+        case .ignore: break
+        }
+    }
+
+    /// A connection for the call: the request goes out on it, held whole when it can be.
+    private func upstreamLent(_ upstream: HTTP1UpstreamConnection, call number: Int) {
+        var bodyArrived = false
+        if let call = inFlight, case .remaining(let n) = call.body {
+            bodyArrived = n <= 64 * 1024 && transport.inputLength >= n
+        }
+        switch exchange.upstreamReady(call: number, bodyArrived: bodyArrived) {
+        case .sendHeld(let takeBody, let firstAttempt):
+            guard let call = inFlight else { return }
+            startAttempt(on: upstream, call: call, firstAttempt: firstAttempt)
+            if takeBody, case .remaining(let n) = call.body {
+                // A small body that has fully arrived goes out with the head in one write, and
+                // a copy is kept so the request can be sent again if this connection was dead.
+                var body = [UInt8](repeating: 0, count: n)
+                if n > 0 { body.withUnsafeMutableBytes { _ = evbuffer_remove(transport.input, $0.baseAddress, n) } }
+                call.held = body
+                call.body = .held
+            }
+            guard let token = call.token else { return }
+            sendHead(call.head, token: token, bodyLength: call.held.count, body: call.held, to: upstream)
+            requestSent()
+        case .stream(let writeContinue, let firstAttempt):
+            guard let call = inFlight else { return }
+            startAttempt(on: upstream, call: call, firstAttempt: firstAttempt)
+            if writeContinue { transport.write("HTTP/1.1 100 Continue\r\n\r\n") }
+            guard let token = call.token, case .remaining(let n) = call.body else { return }
+            sendHead(call.head, token: token, bodyLength: n, to: upstream)
+            pumpRequestBody()
+        case .ignore:
+            // The call it was dialed for is over.
+            core.upstream.release(upstream, reusable: true)
+        }
+    }
+
+    private func startAttempt(on upstream: HTTP1UpstreamConnection, call: InFlight, firstAttempt: Bool) {
+        call.ticket = nil
+        call.upstream = upstream
+        if firstAttempt { core.statistics.forwarded += 1 } else { core.statistics.upstreamRetries += 1 }
+        upstream.beginExchange(method: call.head.method, sink: self)
     }
 
     // MARK: Forwarding
 
-    private func sendRequest() {
-        guard let call, let token = call.token, let upstream = call.upstream else { return }
-        if exchange.call?.attempts == 1 { core.statistics.forwarded += 1 } else { core.statistics.upstreamRetries += 1 }
-        upstream.beginExchange(method: call.head.method, sink: self)
-        if call.held == nil, case .remaining(let n) = call.body, n <= 64 * 1024, transport.inputLength >= n {
-            // A small body that has fully arrived goes out with the head in one write, and a
-            // copy is kept so the request can be sent again if this connection was already dead.
-            var body = [UInt8](repeating: 0, count: n)
-            if n > 0 { body.withUnsafeMutableBytes { _ = evbuffer_remove(transport.input, $0.baseAddress, n) } }
-            call.body = .remaining(0)
-            call.held = body
-            exchange.requestHeld()
-        }
-        if let held = call.held {
-            sendHead(call.head, token: token, bodyLength: held.count, body: held, to: upstream)
-            perform(exchange.requestSent())
-            return
-        }
-        guard case .remaining(let n) = call.body else { return }
-        if call.head.expectsContinue && !call.continueSent {
-            call.continueSent = true
-            transport.write("HTTP/1.1 100 Continue\r\n\r\n")
-        }
-        sendHead(call.head, token: token, bodyLength: n, to: upstream)
-        pumpRequestBody()
-    }
-
     /// Moves Content-Length request body bytes from the client to the upstream, with backpressure.
     private func pumpRequestBody() {
-        guard exchange.phase == .forwarding || exchange.phase == .retrying, let call, let upstream = call.upstream,
-              exchange.call?.requestSent == false, case .remaining(let n) = call.body else { return }
+        guard !exchange.requestFullySent, let call = inFlight, let upstream = call.upstream,
+              case .remaining(let n) = call.body else { return }
         let take = min(n, transport.inputLength)
         if take > 0 { upstream.send(from: transport.input, count: take) }
         call.body = .remaining(n - take)
         if n - take == 0 {
             transport.enableReading()
-            perform(exchange.requestSent())
+            requestSent()
         } else if upstream.outputLength > core.limits.bufferHighWater {
             transport.disableReading() // resumed in connectionDrained
         } else {
             transport.enableReading()
+        }
+    }
+
+    private func requestSent() {
+        switch exchange.requestSent() {
+        case .finishCall(let keepAlive): finishCall(keepAlive: keepAlive)
+        case .awaitAnswer, .ignore: break
         }
     }
 
@@ -513,9 +537,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         _ head: RequestHead, token: String, bodyLength: Int, body: [UInt8] = [], to upstream: HTTP1UpstreamConnection
     ) {
         let host = core.upstreamOrigin.hostHeader
-        let bound = head.method.utf8.count + head.targetLength + host.utf8.count + token.utf8.count
-            + head.fields.writtenBound + body.count + 96 + HeadWriter.maxDecimalLength
-        HeadWriter.withBytes(capacity: bound, { out in
+        HeadWriter.withBytes({ out in
             out.write(head.method)
             out.byte(0x20)
             head.withTarget { out.write($0) }
@@ -524,9 +546,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             out.write(literal: "\r\n")
             HopByHop.writeEndToEndFields(of: head.fields, dropping: HopByHop.dropFromRequest, to: &out)
             if head.framing != .none || bodyLength > 0 {
-                out.write(literal: "Content-Length: ")
-                out.decimal(bodyLength)
-                out.write(literal: "\r\n")
+                Self.writeContentLength(bodyLength, to: &out)
             }
             out.write(literal: "Authorization: Bearer ")
             out.write(token)
@@ -537,48 +557,47 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
 
     // MARK: ResponseSink
 
-    var requestFullySent: Bool { exchange.call?.requestSent ?? true }
+    var requestFullySent: Bool { exchange.requestFullySent }
 
     func responseHead(_ head: ResponseHead, from connection: HTTP1UpstreamConnection) {
-        guard let call, connection === call.upstream else { return }
-        guard exchange.responseHead(status: head.status) == .one(.relayResponse) else { return }
-        call.record.status = head.status
+        guard let call = inFlight, connection === call.upstream else { return }
         let framing = head.framing(requestMethod: call.head.method)
-        let clientIsHTTP10 = call.head.minorVersion == 0
-        var closeAfter = !(exchange.call?.keepAlive ?? false)
-        if framing == .untilClose { closeAfter = true }
-        if framing == .chunked && clientIsHTTP10 {
-            call.dechunker = ChunkedBodyScanner()
-            closeAfter = true
+        switch exchange.responseHead(status: head.status, framing: framing, declared: head.declaredFraming) {
+        case .relay(let relay):
+            call.record.status = head.status
+            if relay.framing == .dechunked { call.dechunker = ChunkedBodyScanner() }
+            core.statistics.upstreamStatus[head.status, default: 0] += 1
+            cork(head, as: relay)
+        case .dropForRetry:
+            // Its body is dropped as it arrives (`responseBody`); at its end a fresh token is
+            // fetched (`refetchToken`).
+            logger.debug("Fleet Engine answered 401; retrying once with a fresh token", metadata: ["entity_type": "\(call.key.type.rawValue)"])
+        case .ignore:
+            break
         }
-        if closeAfter { exchange.closeAfterAnswer() }
-        core.statistics.upstreamStatus[head.status, default: 0] += 1
+    }
 
-        let bound = head.reason.utf8.count + head.fields.writtenBound + 128 + HeadWriter.maxDecimalLength
-        HeadWriter.withBytes(capacity: bound, { out in
-            out.write(literal: clientIsHTTP10 ? "HTTP/1.0 " : "HTTP/1.1 ")
-            appendStatus(head.status, to: &out)
+    /// Writes the relayed head into `corked`: the status line, the end-to-end fields and the
+    /// framing and keep-alive the exchange decided, exactly one framing field or none.
+    private func cork(_ head: ResponseHead, as relay: HTTP1Exchange.Relay) {
+        HeadWriter.withBytes({ out in
+            out.write(literal: relay.http10 ? "HTTP/1.0 " : "HTTP/1.1 ")
+            Self.writeStatus(head.status, to: &out)
             out.byte(0x20)
             out.write(head.reason)
             out.write(literal: "\r\n")
             HopByHop.writeEndToEndFields(of: head.fields, dropping: HopByHop.dropFromResponse, to: &out)
-            // The framing the sidecar relays, written by it: exactly one of them, or none.
-            switch framing {
-            case .contentLength(let n):
-                writeContentLength(n, to: &out)
+            switch relay.framing {
+            case .contentLength(let n), .none(declaredLength: let n?):
+                Self.writeContentLength(n, to: &out)
             case .chunked:
-                if !clientIsHTTP10 { out.write(literal: "Transfer-Encoding: chunked\r\n") }
-            case .none:
-                // No body follows, but a HEAD or 304 answer's length describes the resource.
-                if case .contentLength(let n) = head.declaredFraming, head.status >= 200, head.status != 204 {
-                    writeContentLength(n, to: &out)
-                }
-            case .untilClose:
+                out.write(literal: "Transfer-Encoding: chunked\r\n")
+            case .dechunked, .untilClose, .none(declaredLength: nil):
                 break
             }
-            if closeAfter {
+            if relay.closeAfter {
                 out.write(literal: "Connection: close\r\n")
-            } else if clientIsHTTP10 {
+            } else if relay.saysKeepAlive {
                 out.write(literal: "Connection: keep-alive\r\n")
             }
             out.write(literal: "\r\n")
@@ -592,7 +611,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
     }
 
     func responseBody(_ buffer: OpaquePointer, count: Int, from connection: HTTP1UpstreamConnection) {
-        guard let call, connection === call.upstream, exchange.phase == .forwarding, exchange.call?.responseStarted == true else {
+        guard let call = inFlight, connection === call.upstream, exchange.isRelaying else {
             evbuffer_drain(buffer, count)
             return
         }
@@ -613,21 +632,36 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
     }
 
     func responseEnded(from connection: HTTP1UpstreamConnection) {
-        guard let call, connection === call.upstream else { return }
+        guard let call = inFlight, connection === call.upstream else { return }
         call.upstream = nil
         uncork()
-        perform(exchange.responseEnded())
+        switch exchange.responseEnded() {
+        case .finishCall(let keepAlive): finishCall(keepAlive: keepAlive)
+        case .refetchToken(let number): refetchToken(call: number)
+        case .awaitRequestEnd, .ignore: break
+        }
     }
 
-    func responseFailed(_ failure: ProxyFailure, headReceived: Bool, retryable: Bool) {
-        guard let call, call.upstream != nil else { return }
+    func responseFailed(_ failure: ProxyFailure, retryable: Bool) {
+        guard let call = inFlight, call.upstream != nil else { return }
         call.upstream = nil
         if retryable { logger.debug("upstream connection was closed before answering") }
-        perform(exchange.responseFailed(failure, retryable: retryable))
+        switch exchange.responseFailed(failure, retryable: retryable) {
+        case .resend(let number):
+            acquireUpstream(call: number)
+        case .closeAfterFlush:
+            uncork()
+            endCall(discardUpstream: "answer cut short")
+            finishAndClose()
+        case .refuse(let failure, let keepAlive):
+            refuseCall(failure, keepAlive: keepAlive)
+        case .ignore:
+            break
+        }
     }
 
     func connectionDrained(_ connection: HTTP1UpstreamConnection) {
-        guard let call, connection === call.upstream else { return }
+        guard let call = inFlight, connection === call.upstream else { return }
         if connection.outputLength < core.limits.bufferHighWater { pumpRequestBody() }
     }
 
@@ -636,33 +670,49 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
     /// Lets go of what the call holds: its place in the pool's queue, a borrowed upstream
     /// connection (discarded when the exchange on it is unfinished), its budget.
     private func endCall(discardUpstream reason: String?) {
-        guard let call else { return }
-        self.call = nil
+        guard let call = inFlight else { return }
+        inFlight = nil
         call.ticket?.cancel()
         if let upstream = call.upstream, let reason { core.upstream.discard(upstream, reason: reason) }
         core.bufferBudget.release(call.reserved)
     }
 
     private func finishCall(keepAlive: Bool) {
-        if let call {
-            // The record leaves the ending call to be written: moved out (a placeholder of
-            // literals takes its place), not copied.
-            var record = CallRecord(protocolName: "http1", started: 0)
-            swap(&record, &call.record)
-            if CallRecord.writesLine(core: core, logger: logger) { record.target = call.head.target }
+        if let call = inFlight {
+            let record = call.takeRecord(core: core, logger: logger)
             record.finish(core: core, logger: logger)
             endCall(discardUpstream: nil)
         }
         keepAlive ? readNextRequest() : finishAndClose()
     }
 
+    /// Refuses the call in flight; when the connection is kept, its buffered body is dropped
+    /// first.
+    private func refuseCall(_ failure: ProxyFailure, keepAlive: Bool) {
+        guard let call = inFlight else { return }
+        if keepAlive { skip(call.body) }
+        answerRefusal(failure, keepAlive: keepAlive, record: call.takeRecord(core: core, logger: logger))
+    }
+
+    /// Refuses a request before its call began (bad head, unknown route, too large, no
+    /// budget), with the record its refusal built. `body`: what the connection may drop to be
+    /// kept (nil: it cannot be, the client asked to close or the body is unknown).
+    private func refuseHead(_ failure: ProxyFailure, record: CallRecord, skippingIfBuffered body: RequestBody?) {
+        let skippable = body.map(isSkippable) ?? false
+        switch exchange.headRefused(failure, bodySkippable: skippable) {
+        case .refuse(let failure, let keepAlive):
+            if keepAlive, let body { skip(body) }
+            answerRefusal(failure, keepAlive: keepAlive, record: record)
+        case .ignore:
+            break
+        }
+    }
+
     /// Answers a call the sidecar refuses itself (docs/CONTRACT.md §5) and either keeps the connection
     /// for the next request or closes it once the answer is written.
-    private func answerRefusal(_ failure: ProxyFailure, keepAlive: Bool) {
+    private func answerRefusal(_ failure: ProxyFailure, keepAlive: Bool, record: CallRecord) {
         core.statistics.refusedByStatus[failure.httpStatus, default: 0] += 1
-        var record = call?.record ?? refusedRecord ?? CallRecord(protocolName: "http1", started: core.clock.monotonicNow)
-        refusedRecord = nil
-        if let call, CallRecord.writesLine(core: core, logger: logger) { record.target = call.head.target }
+        var record = record
         record.status = failure.httpStatus
         record.refusal = failure.message
         record.finish(core: core, logger: logger)
@@ -674,23 +724,33 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
     /// Back to reading heads: the next head's deadline starts now; a pipelined request may
     /// already be waiting.
     private func readNextRequest() {
-        perform(exchange.readingNextHead(now: core.clock.monotonicNow))
+        switch exchange.readingNextHead(now: core.clock.monotonicNow) {
+        case .arm(let deadline): armHeadTimer(at: deadline)
+        case .alreadyArmed, .ignore: break
+        }
         if transport.inputLength > 0 { core.loop.schedule(after: 0) { [weak self] in self?.readRequests() } }
     }
 
     private func finishAndClose() {
         transport.disableReading()
-        if transport.outputLength == 0 { perform(exchange.outputFlushed()) }
+        if transport.outputLength == 0 { outputFlushed() }
     }
 
-    private func writeContentLength(_ n: Int, to out: inout HeadWriter) {
+    private func outputFlushed() {
+        switch exchange.outputFlushed() {
+        case .close(let reason): tearDown(reason: reason)
+        case .ignore: break
+        }
+    }
+
+    private static func writeContentLength(_ n: Int, to out: inout HeadWriter) {
         out.write(literal: "Content-Length: ")
         out.decimal(n)
         out.write(literal: "\r\n")
     }
 
     /// Three ASCII digits (statuses are 100–999).
-    private func appendStatus(_ status: Int, to out: inout HeadWriter) {
+    private static func writeStatus(_ status: Int, to out: inout HeadWriter) {
         out.byte(UInt8(48 + status / 100 % 10))
         out.byte(UInt8(48 + status / 10 % 10))
         out.byte(UInt8(48 + status % 10))

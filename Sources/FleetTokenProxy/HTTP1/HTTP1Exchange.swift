@@ -1,304 +1,599 @@
 /// The life of one HTTP/1.1 client connection, one call at a time: a value with events in and
 /// actions out, no sockets, no clock of its own (times are passed in), so every transition is
 /// unit-tested. `HTTP1ClientConnection` is the I/O shell that feeds it and carries out what it
-/// returns; every flag the call's progress needs lives here and nowhere else.
+/// returns: each event is one mutating method with its own action enum, switched at its one
+/// call site. Every fact about the connection's progress lives here and nowhere else.
 ///
 ///     readingHead(deadline) ─head─▶ readingBody ─body in─▶ awaitingToken ─token─▶ awaitingUpstream
 ///          ▲                     (chunked only)              ▲                         │ connection
 ///          │                                                 │ 401: fresh token        ▼
 ///          ├──────────── call done, keep-alive ◀──────── forwarding ──▶ retrying ──────┘
-///          │                                                 │ keep-alive race (idempotent / unsent)
+///          │                                                 │ keep-alive race (idempotent / held)
 ///          └─ refused, keep-alive ◀─ (any call phase) ─▶ closingAfterFlush ─written─▶ closed
 ///
 /// An event that is not legal in the current phase (a late token, a stale timer, an answer
-/// for a call already refused) changes nothing and returns no action.
+/// for a call already refused) changes nothing and returns `.ignore`.
 struct HTTP1Exchange: Equatable {
     enum Phase: Equatable {
         /// Waiting for a whole request head. Past `deadline` with bytes buffered the connection
         /// is closed (whole-head deadline); nil while idle with nothing buffered after a
-        /// deadline passed (the idle timeout governs; the first byte starts a new deadline).
+        /// deadline passed, or between calls (the idle timeout governs; the first byte, or
+        /// `readingNextHead`, starts a new deadline).
         case readingHead(deadline: Double?)
         /// A chunked request body is read and decoded whole before the call goes on: the sidecar
         /// forwards it in its own framing (`Content-Length`).
-        case readingBody
-        case awaitingToken
-        case awaitingUpstream
-        case forwarding
+        case readingBody(Call)
+        case awaitingToken(Call)
+        case awaitingUpstream(Call)
+        case forwarding(Call, Attempt)
         /// Fleet Engine answered 401 to the first try: that answer is dropped as it arrives and
-        /// the call is sent once more with a freshly fetched token.
-        case retrying
+        /// the call is sent once more with a freshly fetched token. `requestSent`: the whole
+        /// first try left (else its body is still being written).
+        case retrying(Call, requestSent: Bool)
         /// A final answer is queued; the connection closes once it is written.
         case closingAfterFlush
+        /// Closed, or handed to HTTP/2.
         case closed
     }
 
-    /// What the current call has done so far.
+    /// One request, from its head to its answer: what the machine knows of it in every phase.
+    /// Plain bits (no `String`, no reference): phases carrying it copy without retains.
     struct Call: Equatable {
-        var method: String
-        /// The client allows another request on the connection (and the sidecar too).
+        /// Numbers the calls of the connection: a token or connection that arrives for an
+        /// earlier call is recognised by it.
+        let number: Int
+        /// RFC 9110 §9.2.2: the method may be sent twice without a different outcome.
+        let isIdempotent: Bool
+        /// The client spoke HTTP/1.0: the answer goes back as HTTP/1.0, never chunked.
+        let clientIsHTTP10: Bool
+        /// The client allows another request on the connection, the sidecar too, and the
+        /// answer's framing does not end it.
         var keepAlive: Bool
-        /// The whole request has been written to the upstream connection.
-        var requestSent = false
-        /// The answer has been relayed whole.
-        var responseDone = false
-        /// Part of the answer has been relayed to the client.
-        var responseStarted = false
+        /// The client sent `Expect: 100-continue` and has not been told to go on yet.
+        var continueOwed: Bool
         /// Sends to Fleet Engine so far (a keep-alive resend or a 401 retry counts).
         var attempts = 0
         /// The sidecar holds the whole request (head and body) and can send it again.
         var replayable = false
 
-        /// RFC 9110 §9.2.2: may be sent twice without a different outcome.
-        var isIdempotent: Bool { ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"].contains(method) }
-    }
-
-    enum Action: Equatable {
-        /// Arm (or re-arm) the whole-head timer for this monotonic time.
-        case armHeadDeadline(Double)
-        /// Read the chunked body to its end before going on.
-        case readBody
-        /// Ask the token cache for the call's token.
-        case lookUpToken
-        /// Drop the cached token Fleet Engine refused, then ask for a fresh one.
-        case refetchToken
-        /// Borrow an upstream connection.
-        case acquireUpstream
-        /// Write the request (head built with the current token, then the body) upstream.
-        case sendRequest
-        /// Relay this answer's head (and then its body) to the client.
-        case relayResponse
-        /// The call ended: write its record; then, if keep-alive, parse the next buffered
-        /// request.
-        case finishCall(keepAlive: Bool)
-        /// Answer the call with this failure; then keep reading requests or close after flush.
-        case refuse(ProxyFailure, keepAlive: Bool)
-        /// Flush what is queued to the client, then close.
-        case closeAfterFlush
-        /// Close now.
-        case close(reason: String)
-    }
-
-    /// What one event asks of the connection. Every transition yields no action or one, so
-    /// this is a value holding at most one: returning an array cost a heap allocation per
-    /// event, several per call. Tests may still write `[]` and `[.someAction]`.
-    struct Actions: Equatable, Sequence, ExpressibleByArrayLiteral {
-        let action: Action?
-
-        static let nothing = Actions(nil)
-        static func one(_ action: Action) -> Actions { Actions(action) }
-
-        private init(_ action: Action?) { self.action = action }
-
-        init(arrayLiteral elements: Action...) {
-            precondition(elements.count <= 1, "a transition yields at most one action")
-            action = elements.first
-        }
-
-        struct Iterator: IteratorProtocol {
-            fileprivate var pending: Action?
-            mutating func next() -> Action? {
-                defer { pending = nil }
-                return pending
+        static func isIdempotent(_ method: String) -> Bool {
+            switch method {
+            case "GET", "HEAD", "PUT", "DELETE", "OPTIONS": return true
+            default: return false
             }
         }
+    }
 
-        func makeIterator() -> Iterator { Iterator(pending: action) }
+    /// How far one send of the call has got.
+    struct Attempt: Equatable {
+        enum Answer: Equatable {
+            /// No answer head yet.
+            case awaited
+            /// The head went to the client; its body follows.
+            case relaying
+            /// Relayed whole.
+            case ended
+        }
+        /// The whole request has been written to the upstream connection.
+        var requestSent = false
+        var answer = Answer.awaited
+    }
+
+    /// How the relayed answer is written to the client: decided here from the answer's
+    /// framing and the client's version and wish (docs/CONTRACT.md §6).
+    struct Relay: Equatable {
+        enum Framing: Equatable {
+            /// `Content-Length: n` and that many bytes.
+            case contentLength(Int)
+            /// Chunks relayed as they come, `Transfer-Encoding: chunked`.
+            case chunked
+            /// Chunks decoded for an HTTP/1.0 client; the body ends when the connection closes.
+            case dechunked
+            /// The body ends when the connection closes.
+            case untilClose
+            /// No body; a HEAD or 304 answer keeps the length it declared for the resource.
+            case none(declaredLength: Int?)
+        }
+        var framing: Framing
+        /// The status line says HTTP/1.0.
+        var http10: Bool
+        /// The connection closes once the answer is written (`Connection: close`).
+        var closeAfter: Bool
+
+        /// An HTTP/1.0 client kept alive is told so (`Connection: keep-alive`).
+        var saysKeepAlive: Bool { http10 && !closeAfter }
+    }
+
+    // MARK: The actions, one enum per event (or per family of events)
+
+    enum ReadAction: Equatable {
+        /// Parse the buffered request head, if whole.
+        case readHead
+        /// The first byte of a head after an idle spell: its deadline starts now.
+        case armHeadTimerAndReadHead(at: Double)
+        /// Go on decoding the chunked body.
+        case readBody
+        /// Move more of the Content-Length body upstream.
+        case pumpBody
+        /// The call in flight does not read now: the bytes wait in the input (bounded by its
+        /// high-water mark).
+        case ignore
+    }
+
+    enum HeadTimerAction: Equatable {
+        /// A later head's deadline replaced the one the timer fired for: wait for it.
+        case rearm(at: Double)
+        case close(reason: String)
+        /// No head awaited against this deadline (or none buffered): nothing to enforce.
+        case ignore
+    }
+
+    enum TimerArming: Equatable {
+        case arm(at: Double)
+        /// The timer is armed for an earlier time; when it fires it re-arms for this deadline.
+        case alreadyArmed
+        case ignore
+    }
+
+    enum ReadTimeoutAction: Equatable {
+        case close(reason: String)
+        /// The client is quiet because it waits for the sidecar (token, upstream answer):
+        /// those waits have their own bounds. Reading goes on.
+        case keepReading
+    }
+
+    enum HeadAction: Equatable {
+        /// Read the chunked body to its end before going on; first tell the client to send it
+        /// (`100 Continue`) if it waits for that.
+        case readBody(writeContinue: Bool)
+        /// Ask the token cache for the call's token.
+        case lookUpToken(call: Int)
+        case ignore
+    }
+
+    enum BodyAction: Equatable {
+        case lookUpToken(call: Int)
+        case ignore
+    }
+
+    enum TokenAction: Equatable {
+        /// Borrow an upstream connection.
+        case acquireUpstream(call: Int)
+        case ignore
+    }
+
+    enum SendAction: Equatable {
+        /// Write head and held body upstream in one write. `takeBody`: the body has arrived
+        /// whole with the head; move it out of the input and hold it first.
+        case sendHeld(takeBody: Bool, firstAttempt: Bool)
+        /// Write the head, then pump the body as it arrives; `100 Continue` first if owed.
+        case stream(writeContinue: Bool, firstAttempt: Bool)
+        /// A connection for a call that is over: give it back.
+        case ignore
+    }
+
+    enum RequestSentAction: Equatable {
+        /// The call ended: write its record; then, if keep-alive, parse the next buffered
+        /// request, else close once the output is written.
+        case finishCall(keepAlive: Bool)
+        /// The answer is still to come (or still being relayed).
+        case awaitAnswer
+        case ignore
+    }
+
+    enum ResponseHeadAction: Equatable {
+        /// Relay this answer's head, written so, and then its body.
+        case relay(Relay)
+        /// A 401 answered the first try of a held request: drop it; the call is sent again.
+        case dropForRetry
+        case ignore
+    }
+
+    enum ResponseEndAction: Equatable {
+        case finishCall(keepAlive: Bool)
+        /// Drop the cached token Fleet Engine refused, then ask for a fresh one.
+        case refetchToken(call: Int)
+        /// The answer is in; the request body is still being written.
+        case awaitRequestEnd
+        case ignore
+    }
+
+    enum ResponseFailureAction: Equatable {
+        /// The keep-alive race: send the held request again on another connection.
+        case resend(call: Int)
+        /// Part of the answer is with the client: flush it and close, the only honest signal.
+        case closeAfterFlush
+        case refuse(ProxyFailure, keepAlive: Bool)
+        case ignore
+    }
+
+    enum RefusalAction: Equatable {
+        /// Answer with this failure; then keep reading requests (first dropping the buffered
+        /// body of the refused one) or close after flush.
+        case refuse(ProxyFailure, keepAlive: Bool)
+        case ignore
+    }
+
+    enum FlushAction: Equatable {
+        case close(reason: String)
+        case ignore
+    }
+
+    enum DrainAction: Equatable {
+        case close(reason: String)
+        /// A call is in flight or a head is arriving: it is served, and the connection closes
+        /// after it.
+        case finishCurrent
+    }
+
+    enum CloseAction: Equatable {
+        /// Free the socket and what the call holds.
+        case tearDown
+        case alreadyClosed
     }
 
     private(set) var phase: Phase
-    private(set) var call: Call?
     private(set) var draining = false
+    /// Request heads read so far, refused ones included: numbers the calls, and until the
+    /// first the bytes may instead be the HTTP/2 preface.
+    private(set) var headsRead = 0
+    /// When the one whole-head timer of the connection is armed to fire; nil while not armed.
+    private(set) var headTimerAt: Double?
     let headTimeout: Double
 
-    /// A connection accepted at `now`: its first head must be in by `now + headTimeout`.
+    /// A connection accepted at `now`: its first head must be in by `now + headTimeout`; the
+    /// connection arms its head timer for then.
     init(now: Double, headTimeout: Double) {
         self.headTimeout = headTimeout
         phase = .readingHead(deadline: now + headTimeout)
+        headTimerAt = now + headTimeout
     }
 
-    var isClosed: Bool { phase == .closed }
+    /// The call in flight, in whatever phase.
+    var call: Call? {
+        switch phase {
+        case .readingBody(let c), .awaitingToken(let c), .awaitingUpstream(let c), .forwarding(let c, _), .retrying(let c, _):
+            return c
+        case .readingHead, .closingAfterFlush, .closed:
+            return nil
+        }
+    }
+
+    /// Whether the whole request has left for the upstream (asked when the answer ends: a
+    /// connection whose request was cut short is not reused).
+    var requestFullySent: Bool {
+        switch phase {
+        case .forwarding(_, let attempt): return attempt.requestSent
+        case .retrying(_, let sent): return sent
+        default: return true
+        }
+    }
+
+    /// Whether an answer's body is being relayed to the client now.
+    var isRelaying: Bool {
+        if case .forwarding(_, let attempt) = phase { return attempt.answer == .relaying }
+        return false
+    }
 
     // MARK: Reading heads
 
-    /// Bytes arrived while no head is being waited for against a deadline: start one.
-    mutating func bytesArrived(now: Double) -> Actions {
-        guard case .readingHead(nil) = phase else { return .nothing }
-        phase = .readingHead(deadline: now + headTimeout)
-        return .one(.armHeadDeadline(now + headTimeout))
+    /// Request bytes arrived.
+    mutating func bytesArrived(now: Double) -> ReadAction {
+        switch phase {
+        case .readingHead(nil):
+            let deadline = now + headTimeout
+            phase = .readingHead(deadline: deadline)
+            switch armHeadTimer(at: deadline) {
+            case .arm(let at): return .armHeadTimerAndReadHead(at: at)
+            case .alreadyArmed, .ignore: return .readHead
+            }
+        case .readingHead:
+            return .readHead
+        case .readingBody:
+            return .readBody
+        case .forwarding(_, let attempt) where !attempt.requestSent:
+            return .pumpBody
+        default:
+            return .ignore
+        }
     }
 
-    /// The head timer fired. `buffered`: request bytes waiting in the input.
-    mutating func headDeadlinePassed(now: Double, buffered: Int) -> Actions {
-        guard case .readingHead(let deadline?) = phase, now >= deadline else { return .nothing }
+    /// Until a first head is read, the bytes may instead be the HTTP/2 preface.
+    var mayBeHTTP2: Bool { headsRead == 0 }
+
+    /// The head timer fired at `now`. `buffered`: request bytes waiting in the input.
+    mutating func headTimerFired(now: Double, buffered: Int) -> HeadTimerAction {
+        guard let armed = headTimerAt else { return .ignore }
+        headTimerAt = nil
+        let now = max(armed, now)
+        guard case .readingHead(let deadline?) = phase else { return .ignore }
+        if deadline > now {
+            headTimerAt = deadline
+            return .rearm(at: deadline)
+        }
         if buffered == 0 {
             phase = .readingHead(deadline: nil)
-            return .nothing
+            return .ignore
         }
-        phase = .closed
-        return .one(.close(reason: "request head not complete within \(headTimeout) s"))
+        closeNow()
+        return .close(reason: "request head not complete within \(headTimeout) s")
+    }
+
+    /// The client's read timeout passed. `buffered`: request bytes waiting; `described`: the
+    /// event as the transport names it.
+    mutating func readTimedOut(buffered: Int, described: String) -> ReadTimeoutAction {
+        let bodyStalled: Bool
+        switch phase {
+        case .readingHead:
+            closeNow()
+            return .close(reason: buffered == 0 ? "idle" : "request head too slow")
+        case .readingBody:
+            bodyStalled = true
+        case .forwarding(_, let attempt):
+            bodyStalled = !attempt.requestSent
+        case .awaitingToken, .awaitingUpstream, .retrying, .closingAfterFlush, .closed:
+            bodyStalled = false
+        }
+        guard bodyStalled else { return .keepReading }
+        closeNow()
+        return .close(reason: described)
     }
 
     /// A whole head was parsed and routed; `chunked` if its body comes chunked.
-    mutating func headParsed(method: String, keepAlive: Bool, chunked: Bool) -> Actions {
-        guard case .readingHead = phase else { return .nothing }
-        call = Call(method: method, keepAlive: keepAlive && !draining)
+    mutating func headParsed(method: String, http10: Bool, keepAlive: Bool, expectsContinue: Bool, chunked: Bool) -> HeadAction {
+        guard case .readingHead = phase else { return .ignore }
+        headsRead += 1
+        var call = Call(number: headsRead, isIdempotent: Call.isIdempotent(method), clientIsHTTP10: http10, keepAlive: keepAlive && !draining,
+                        continueOwed: expectsContinue)
         if chunked {
-            phase = .readingBody
-            return .one(.readBody)
+            let writeContinue = call.continueOwed
+            call.continueOwed = false
+            phase = .readingBody(call)
+            return .readBody(writeContinue: writeContinue)
         }
-        phase = .awaitingToken
-        return .one(.lookUpToken)
+        phase = .awaitingToken(call)
+        return .lookUpToken(call: call.number)
+    }
+
+    /// A request refused before its call began (bad head, unknown route, method override).
+    /// `bodySkippable`: the client allows keep-alive and the body is known and buffered (never
+    /// for a head the parser refused: its framing is unknown).
+    mutating func headRefused(_ failure: ProxyFailure, bodySkippable: Bool) -> RefusalAction {
+        guard case .readingHead = phase else { return .ignore }
+        headsRead += 1
+        return .refuse(failure, keepAlive: endRefused(keepAlive: bodySkippable))
+    }
+
+    /// HTTP/2 took the socket over (its preface came first).
+    mutating func handedToHTTP2() {
+        closeNow()
     }
 
     /// The whole (chunked) body is in, decoded and held.
-    mutating func bodyRead() -> Actions {
-        guard phase == .readingBody, call != nil else { return .nothing }
-        call?.replayable = true
-        phase = .awaitingToken
-        return .one(.lookUpToken)
+    mutating func bodyRead() -> BodyAction {
+        guard case .readingBody(var call) = phase else { return .ignore }
+        call.replayable = true
+        phase = .awaitingToken(call)
+        return .lookUpToken(call: call.number)
     }
 
-    /// The request is held whole by the sidecar (a small body that arrived with its head).
-    mutating func requestHeld() {
-        guard call != nil else { return }
-        call?.replayable = true
+    /// The chunked body is malformed or too large: the connection cannot find the next request.
+    mutating func bodyFailed(_ failure: ProxyFailure) -> RefusalAction {
+        guard case .readingBody = phase else { return .ignore }
+        return .refuse(failure, keepAlive: endRefused(keepAlive: false))
     }
 
     // MARK: Token and upstream
 
-    mutating func tokenReady() -> Actions {
-        guard phase == .awaitingToken else { return .nothing }
-        phase = .awaitingUpstream
-        return .one(.acquireUpstream)
+    mutating func tokenArrived(call number: Int) -> TokenAction {
+        guard case .awaitingToken(let call) = phase, call.number == number else { return .ignore }
+        phase = .awaitingUpstream(call)
+        return .acquireUpstream(call: number)
     }
 
-    mutating func upstreamReady() -> Actions {
-        guard phase == .awaitingUpstream, call != nil else { return .nothing }
-        call?.attempts += 1
-        call?.requestSent = false
-        call?.responseDone = false
-        phase = .forwarding
-        return .one(.sendRequest)
+    /// No token. `bodySkippable`: the rest of the body is held or buffered, so the connection
+    /// can carry another request.
+    mutating func tokenFailed(call number: Int, _ failure: ProxyFailure, bodySkippable: Bool) -> RefusalAction {
+        guard case .awaitingToken(let call) = phase, call.number == number else { return .ignore }
+        return .refuse(failure, keepAlive: endRefused(keepAlive: bodySkippable))
+    }
+
+    /// A connection is lent for the call. `bodyArrived`: the (small) body is wholly in the
+    /// input, so it can be held and sent with the head.
+    mutating func upstreamReady(call number: Int, bodyArrived: Bool) -> SendAction {
+        guard case .awaitingUpstream(var call) = phase, call.number == number else { return .ignore }
+        call.attempts += 1
+        let first = call.attempts == 1
+        if call.replayable || bodyArrived {
+            let take = !call.replayable
+            call.replayable = true
+            phase = .forwarding(call, Attempt())
+            return .sendHeld(takeBody: take, firstAttempt: first)
+        }
+        let writeContinue = call.continueOwed
+        call.continueOwed = false
+        phase = .forwarding(call, Attempt())
+        return .stream(writeContinue: writeContinue, firstAttempt: first)
+    }
+
+    mutating func upstreamFailed(call number: Int, _ failure: ProxyFailure, bodySkippable: Bool) -> RefusalAction {
+        guard case .awaitingUpstream(let call) = phase, call.number == number else { return .ignore }
+        return .refuse(failure, keepAlive: endRefused(keepAlive: bodySkippable))
     }
 
     /// The last request byte was handed to the upstream connection.
-    mutating func requestSent() -> Actions {
-        guard phase == .forwarding || phase == .retrying, call != nil else { return .nothing }
-        call?.requestSent = true
-        return finishIfDone()
+    mutating func requestSent() -> RequestSentAction {
+        switch phase {
+        case .forwarding(let call, var attempt):
+            attempt.requestSent = true
+            phase = .forwarding(call, attempt)
+            return attempt.answer == .ended ? finish(call) : .awaitAnswer
+        case .retrying(let call, _):
+            phase = .retrying(call, requestSent: true)
+            return .awaitAnswer
+        default:
+            return .ignore
+        }
     }
 
     // MARK: The answer
 
-    mutating func responseHead(status: Int) -> Actions {
-        guard phase == .forwarding, let call else { return .nothing }
+    /// The answer's head arrived. `framing`: its body's framing for this request's method;
+    /// `declared`: the framing its fields declare (a HEAD or 304 answer keeps its length).
+    mutating func responseHead(status: Int, framing: BodyFraming, declared: BodyFraming) -> ResponseHeadAction {
+        guard case .forwarding(var call, var attempt) = phase, attempt.answer == .awaited else { return .ignore }
         if status == 401 && call.attempts == 1 && call.replayable {
-            phase = .retrying
-            return .nothing
+            phase = .retrying(call, requestSent: attempt.requestSent)
+            return .dropForRetry
         }
-        self.call?.responseStarted = true
-        return .one(.relayResponse)
+        let relay = Self.relay(status: status, framing: framing, declared: declared, client: call)
+        if relay.closeAfter { call.keepAlive = false }
+        attempt.answer = .relaying
+        phase = .forwarding(call, attempt)
+        return .relay(relay)
     }
 
-    mutating func responseEnded() -> Actions {
+    /// The relayed framing (docs/CONTRACT.md §6): exactly one of Content-Length, chunked or
+    /// none, whatever the upstream sent; a chunked answer decoded for an HTTP/1.0 client, which
+    /// cannot read chunks, and then, as for a body that ends at close, the connection closes.
+    private static func relay(status: Int, framing: BodyFraming, declared: BodyFraming, client: Call) -> Relay {
+        var closeAfter = !client.keepAlive
+        let relayed: Relay.Framing
+        switch framing {
+        case .contentLength(let n):
+            relayed = .contentLength(n)
+        case .chunked where client.clientIsHTTP10:
+            relayed = .dechunked
+            closeAfter = true
+        case .chunked:
+            relayed = .chunked
+        case .untilClose:
+            relayed = .untilClose
+            closeAfter = true
+        case .none:
+            if case .contentLength(let n) = declared, status >= 200, status != 204 {
+                relayed = .none(declaredLength: n)
+            } else {
+                relayed = .none(declaredLength: nil)
+            }
+        }
+        return Relay(framing: relayed, http10: client.clientIsHTTP10, closeAfter: closeAfter)
+    }
+
+    mutating func responseEnded() -> ResponseEndAction {
         switch phase {
-        case .retrying:
-            phase = .awaitingToken
-            return .one(.refetchToken)
-        case .forwarding:
-            call?.responseDone = true
-            return finishIfDone()
+        case .retrying(let call, _):
+            phase = .awaitingToken(call)
+            return .refetchToken(call: call.number)
+        case .forwarding(let call, var attempt) where attempt.answer == .relaying:
+            attempt.answer = .ended
+            phase = .forwarding(call, attempt)
+            return attempt.requestSent ? responseEndAction(finish(call)) : .awaitRequestEnd
         default:
-            return .nothing
+            return .ignore
         }
     }
 
     /// The upstream exchange broke. `retryable`: a reused connection closed before any byte
     /// of an answer (the keep-alive race).
-    mutating func responseFailed(_ failure: ProxyFailure, retryable: Bool) -> Actions {
-        guard phase == .forwarding || phase == .retrying, let call else { return .nothing }
-        if call.responseStarted {
-            // Part of the answer is already with the client: closing is the only honest signal.
-            self.call = nil
-            phase = .closingAfterFlush
-            return .one(.closeAfterFlush)
+    mutating func responseFailed(_ failure: ProxyFailure, retryable: Bool) -> ResponseFailureAction {
+        let requestSent: Bool
+        switch phase {
+        case .forwarding(let call, let attempt):
+            if attempt.answer != .awaited {
+                phase = .closingAfterFlush
+                return .closeAfterFlush
+            }
+            // Sent again only when that cannot run it twice: an idempotent method (RFC 9110
+            // §9.2.2), held whole, and once.
+            if retryable && call.replayable && call.isIdempotent && call.attempts < 2 {
+                phase = .awaitingUpstream(call)
+                return .resend(call: call.number)
+            }
+            requestSent = attempt.requestSent
+        case .retrying(_, let sent):
+            requestSent = sent
+        default:
+            return .ignore
         }
-        // Sent again only when that cannot run it twice: an idempotent method (RFC 9110
-        // §9.2.2), held whole, and once.
-        if retryable && call.replayable && call.isIdempotent && call.attempts < 2 && phase == .forwarding {
-            phase = .awaitingUpstream
-            return .one(.acquireUpstream)
-        }
-        return refuse(failure, bodyConsumed: call.requestSent)
+        // The connection can carry another request only once the body has left whole.
+        return .refuse(failure, keepAlive: endRefused(keepAlive: requestSent))
     }
 
     // MARK: Ending
 
-    /// The sidecar answers the call itself. `bodyConsumed`: the request's body has been read
-    /// (or skipped), so the connection can carry another request.
-    mutating func refuse(_ failure: ProxyFailure, bodyConsumed: Bool) -> Actions {
-        switch phase {
-        case .closingAfterFlush, .closed:
-            return .nothing
-        default:
-            break
-        }
-        let keepAlive = bodyConsumed && (call?.keepAlive ?? false) && !draining
-        call = nil
-        phase = keepAlive ? .readingHead(deadline: nil) : .closingAfterFlush
-        return .one(.refuse(failure, keepAlive: keepAlive))
-    }
-
-    /// A request refused before its call began (bad head, unknown route, method override).
-    /// `keepAlive`: the client allows it and the body was skipped (never for a head the parser
-    /// refused: its framing is unknown).
-    mutating func headRefused(_ failure: ProxyFailure, keepAlive: Bool) -> Actions {
-        guard case .readingHead = phase else { return .nothing }
-        let keep = keepAlive && !draining
-        phase = keep ? .readingHead(deadline: nil) : .closingAfterFlush
-        return .one(.refuse(failure, keepAlive: keep))
-    }
-
     /// The connection is back to reading heads after a call; the next head's deadline starts
     /// now (`finishCall` / `refuse` with keep-alive left it unset).
-    mutating func readingNextHead(now: Double) -> Actions {
-        guard case .readingHead(nil) = phase else { return .nothing }
-        phase = .readingHead(deadline: now + headTimeout)
-        return .one(.armHeadDeadline(now + headTimeout))
+    mutating func readingNextHead(now: Double) -> TimerArming {
+        guard case .readingHead(nil) = phase else { return .ignore }
+        let deadline = now + headTimeout
+        phase = .readingHead(deadline: deadline)
+        return armHeadTimer(at: deadline)
     }
 
     /// Everything queued for the client has been written.
-    mutating func outputFlushed() -> Actions {
-        guard phase == .closingAfterFlush else { return .nothing }
-        phase = .closed
-        return .one(.close(reason: "answered, not keep-alive"))
+    mutating func outputFlushed() -> FlushAction {
+        guard phase == .closingAfterFlush else { return .ignore }
+        closeNow()
+        return .close(reason: "answered, not keep-alive")
     }
 
     /// Stop taking new requests. `buffered`: request bytes waiting in the input.
-    mutating func drain(buffered: Int) -> Actions {
+    mutating func drain(buffered: Int) -> DrainAction {
         draining = true
-        call?.keepAlive = false
-        guard case .readingHead = phase, buffered == 0 else { return .nothing }
-        phase = .closed
-        return .one(.close(reason: "draining"))
+        switch phase {
+        case .readingHead where buffered == 0:
+            closeNow()
+            return .close(reason: "draining")
+        case .readingBody(var c): c.keepAlive = false; phase = .readingBody(c)
+        case .awaitingToken(var c): c.keepAlive = false; phase = .awaitingToken(c)
+        case .awaitingUpstream(var c): c.keepAlive = false; phase = .awaitingUpstream(c)
+        case .forwarding(var c, let a): c.keepAlive = false; phase = .forwarding(c, a)
+        case .retrying(var c, let s): c.keepAlive = false; phase = .retrying(c, requestSent: s)
+        case .readingHead, .closingAfterFlush, .closed: break
+        }
+        return .finishCurrent
     }
 
-    /// The socket broke or the server closed the connection.
-    mutating func closed() {
-        phase = .closed
-        call = nil
+    /// The socket broke, the server closes the connection, or an action said close.
+    mutating func close() -> CloseAction {
+        if phase == .closed { return .alreadyClosed }
+        closeNow()
+        return .tearDown
     }
 
-    private mutating func finishIfDone() -> Actions {
-        guard phase == .forwarding, let call, call.requestSent, call.responseDone else { return .nothing }
+    private mutating func closeNow() {
+        phase = .closed
+        headTimerAt = nil
+    }
+
+    /// The connection arms its head timer only when it would otherwise fire late: deadlines
+    /// only move later, so an armed timer is usually left and re-armed when it fires.
+    private mutating func armHeadTimer(at deadline: Double) -> TimerArming {
+        if let armed = headTimerAt, armed <= deadline { return .alreadyArmed }
+        headTimerAt = deadline
+        return .arm(at: deadline)
+    }
+
+    private mutating func finish(_ call: Call) -> RequestSentAction {
         let keepAlive = call.keepAlive && !draining
-        self.call = nil
         phase = keepAlive ? .readingHead(deadline: nil) : .closingAfterFlush
-        return .one(.finishCall(keepAlive: keepAlive))
+        return .finishCall(keepAlive: keepAlive)
     }
 
-    /// The answer's framing forced the connection to close after it (no length, HTTP/1.0 client).
-    mutating func closeAfterAnswer() {
-        call?.keepAlive = false
+    private func responseEndAction(_ action: RequestSentAction) -> ResponseEndAction {
+        switch action {
+        case .finishCall(let keepAlive): return .finishCall(keepAlive: keepAlive)
+        case .awaitAnswer: return .awaitRequestEnd
+        case .ignore: return .ignore
+        }
+    }
+
+    /// The sidecar answers the call itself: the connection is kept when `keepAlive` (the body
+    /// is out of the way), the call's client allows it and the sidecar is not draining.
+    private mutating func endRefused(keepAlive: Bool) -> Bool {
+        let keep = keepAlive && (call?.keepAlive ?? true) && !draining
+        phase = keep ? .readingHead(deadline: nil) : .closingAfterFlush
+        return keep
     }
 }

@@ -25,7 +25,6 @@ final class HTTP1UpstreamConnection: TransportDelegate {
     private unowned let pool: HTTP1UpstreamPool
     private weak var sink: ResponseSink?
     private var requestMethod = "GET"
-    private var headReceived = false
     private var bytesReceived = false
     private let limits: ClientLimits
     /// True once one exchange completed on this connection: a failure before any answer on a
@@ -52,7 +51,6 @@ final class HTTP1UpstreamConnection: TransportDelegate {
     func beginExchange(method: String, sink: ResponseSink) {
         requestMethod = method
         self.sink = sink
-        headReceived = false
         bytesReceived = false
         state = .awaitingHead
         // The answer gets the whole response timeout from now, however long the connection sat
@@ -83,70 +81,15 @@ final class HTTP1UpstreamConnection: TransportDelegate {
     // MARK: TransportDelegate
 
     func transportReadable(_ transport: Transport) {
-        loop: while transport.isOpen {
+        while transport.isOpen {
             let available = transport.inputLength
             if available > 0 { bytesReceived = true }
             switch state {
             case .awaitingHead:
-                guard available > 0 else { return }
-                let window = min(available, limits.maxHeadBytes)
-                guard let base = evbuffer_pullup(transport.input, window) else { return }
-                let bytes = UnsafeRawBufferPointer(start: base, count: window)
-                switch HTTP1Parser.parseResponse(bytes, maxHeadBytes: limits.maxHeadBytes, maxHeaderCount: limits.maxHeaderCount) {
-                case .incomplete:
-                    return
-                case .invalid(let failure):
-                    fail(.upstreamUnavailable("malformed response from \(pool.origin): \(failure.message)"))
-                    return
-                case .complete(let head, let length):
-                    evbuffer_drain(transport.input, length)
-                    if head.status == 101 {
-                        // The sidecar never asks for an upgrade: what follows is not HTTP.
-                        fail(.upstreamUnavailable("\(pool.origin) answered 101 Switching Protocols, which was never asked for"))
-                        return
-                    }
-                    if head.status >= 100 && head.status < 200 {
-                        continue loop // an interim answer: the real one follows
-                    }
-                    headReceived = true
-                    let framing = head.framing(requestMethod: requestMethod)
-                    keepAliveAfter = head.keepAlive && framing != .untilClose
-                    switch framing {
-                    case .none: state = .readingBody(.remaining(0))
-                    case .contentLength(let n): state = .readingBody(.remaining(n))
-                    case .chunked: state = .readingBody(.chunked(ChunkedBodyScanner()))
-                    case .untilClose: state = .readingBody(.untilClose)
-                    }
-                    sink?.responseHead(head, from: self)
-                }
-            case .readingBody(var progress):
-                switch progress {
-                case .remaining(let n):
-                    let take = min(n, available)
-                    if take > 0 { deliver(take) }
-                    guard transport.isOpen else { return }
-                    if n - take == 0 { finish(); return }
-                    state = .readingBody(.remaining(n - take))
-                    return
-                case .chunked(var scanner):
-                    guard available > 0 else { return }
-                    let scanned = scanChunked(&scanner, available: available)
-                    switch scanned {
-                    case .failure(let failure):
-                        fail(.upstreamUnavailable("malformed chunked body from \(pool.origin): \(failure.message)"))
-                        return
-                    case .success(let (consumed, finished)):
-                        progress = .chunked(scanner)
-                        state = .readingBody(progress)
-                        if consumed > 0 { deliver(consumed) }
-                        guard transport.isOpen else { return }
-                        if finished { finish() }
-                        return
-                    }
-                case .untilClose:
-                    if available > 0 { deliver(available) }
-                    return
-                }
+                guard available > 0, readHead(available: available) else { return }
+            case .readingBody(let progress):
+                readBody(progress, available: available)
+                return
             case .idle:
                 // An idle keep-alive connection must not talk; anything it sends is garbage.
                 if available > 0 { pool.discard(self, reason: "unexpected bytes on idle connection") }
@@ -154,6 +97,68 @@ final class HTTP1UpstreamConnection: TransportDelegate {
             case .connecting, .closed:
                 return
             }
+        }
+    }
+
+    /// Parses the answer's head from the input; true when it was read and its body (or the
+    /// real answer after an interim one) may follow in the input.
+    @inline(__always)
+    private func readHead(available: Int) -> Bool {
+        let window = min(available, limits.maxHeadBytes)
+        guard let base = evbuffer_pullup(transport.input, window) else { return false }
+        let bytes = UnsafeRawBufferPointer(start: base, count: window)
+        switch HTTP1Parser.parseResponse(bytes, maxHeadBytes: limits.maxHeadBytes, maxHeaderCount: limits.maxHeaderCount) {
+        case .incomplete:
+            return false
+        case .invalid(let failure):
+            fail(.upstreamUnavailable("malformed response from \(pool.origin): \(failure.message)"))
+            return false
+        case .complete(let head, let length):
+            evbuffer_drain(transport.input, length)
+            if head.status == 101 {
+                // The sidecar never asks for an upgrade: what follows is not HTTP.
+                fail(.upstreamUnavailable("\(pool.origin) answered 101 Switching Protocols, which was never asked for"))
+                return false
+            }
+            if head.status >= 100 && head.status < 200 {
+                return true // an interim answer: the real one follows
+            }
+            let framing = head.framing(requestMethod: requestMethod)
+            keepAliveAfter = head.keepAlive && framing != .untilClose
+            switch framing {
+            case .none: state = .readingBody(.remaining(0))
+            case .contentLength(let n): state = .readingBody(.remaining(n))
+            case .chunked: state = .readingBody(.chunked(ChunkedBodyScanner()))
+            case .untilClose: state = .readingBody(.untilClose)
+            }
+            sink?.responseHead(head, from: self)
+            return true
+        }
+    }
+
+    /// Hands the sink what the input holds of the body, and ends the exchange at its end.
+    @inline(__always)
+    private func readBody(_ progress: BodyProgress, available: Int) {
+        switch progress {
+        case .remaining(let n):
+            let take = min(n, available)
+            if take > 0 { deliver(take) }
+            guard transport.isOpen else { return }
+            if n - take == 0 { finish(); return }
+            state = .readingBody(.remaining(n - take))
+        case .chunked(var scanner):
+            guard available > 0 else { return }
+            switch scanChunked(&scanner, available: available) {
+            case .failure(let failure):
+                fail(.upstreamUnavailable("malformed chunked body from \(pool.origin): \(failure.message)"))
+            case .success(let (consumed, finished)):
+                state = .readingBody(.chunked(scanner))
+                if consumed > 0 { deliver(consumed) }
+                guard transport.isOpen else { return }
+                if finished { finish() }
+            }
+        case .untilClose:
+            if available > 0 { deliver(available) }
         }
     }
 
@@ -206,8 +211,6 @@ final class HTTP1UpstreamConnection: TransportDelegate {
         if readingPaused { resumeReading() }
     }
 
-    var isIdle: Bool { if case .idle = state { return true } else { return false } }
-
     /// Frees the bufferevent. Called by the pool only (its one close path for connections).
     func closeTransport() {
         state = .closed
@@ -238,9 +241,8 @@ final class HTTP1UpstreamConnection: TransportDelegate {
     private func fail(_ failure: ProxyFailure, mayRetry: Bool = true) {
         let sink = self.sink
         let retryable = mayRetry && reused && !bytesReceived
-        let head = headReceived
         pool.discard(self, reason: failure.message)
-        sink?.responseFailed(failure, headReceived: head, retryable: retryable)
+        sink?.responseFailed(failure, retryable: retryable)
     }
 
     /// Runs the chunk scanner over the input's chains in place (no pull-up of large bodies).

@@ -36,8 +36,6 @@ final class HTTP1UpstreamPool {
     /// Cancelled tickets still in `waiters`; swept out when they outnumber the live ones, so a
     /// flood of callers that give up cannot grow the queue.
     private var cancelledInQueue = 0
-    /// Entries in the queue, cancelled ones included (for tests).
-    var queueLength: Int { waiters.count }
     private let maxWaiters: Int
     private var nextID = 0
     private var closed = false

@@ -7,10 +7,9 @@ protocol ResponseSink: AnyObject {
     func responseBody(_ buffer: OpaquePointer, count: Int, from connection: HTTP1UpstreamConnection)
     /// The body is complete. The connection is already back in its pool (or closed).
     func responseEnded(from connection: HTTP1UpstreamConnection)
-    /// The exchange broke. `headReceived` says whether `responseHead` was already called;
-    /// `retryable` says the request can be sent again safely (a reused connection that the
-    /// peer closed before answering).
-    func responseFailed(_ failure: ProxyFailure, headReceived: Bool, retryable: Bool)
+    /// The exchange broke. `retryable` says the request can be sent again safely (a reused
+    /// connection that the peer closed before answering).
+    func responseFailed(_ failure: ProxyFailure, retryable: Bool)
     /// The request side's output drained (write backpressure released).
     func connectionDrained(_ connection: HTTP1UpstreamConnection)
     /// Whether the whole request was written: a connection whose request was cut short is

@@ -76,12 +76,12 @@ enum HopByHop {
     static func appendEndToEndFields(
         of fields: HeadFields, dropping drop: (UnsafeBufferPointer<UInt8>) -> Bool, to out: inout [UInt8]
     ) {
-        out += HeadWriter.bytes(capacity: fields.writtenBound) {
+        out += HeadWriter.bytes {
             writeEndToEndFields(of: fields, dropping: drop, to: &$0)
         }
     }
 
-    /// `appendEndToEndFields` into a head being written (at most `fields.writtenBound` bytes).
+    /// `appendEndToEndFields` into a head being written.
     static func writeEndToEndFields(
         of fields: HeadFields, dropping drop: (UnsafeBufferPointer<UInt8>) -> Bool, to out: inout HeadWriter
     ) {

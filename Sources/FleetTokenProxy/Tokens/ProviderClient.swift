@@ -186,7 +186,7 @@ private final class ProviderExchange: ResponseSink {
         }
     }
 
-    func responseFailed(_ failure: ProxyFailure, headReceived: Bool, retryable: Bool) {
+    func responseFailed(_ failure: ProxyFailure, retryable: Bool) {
         connection = nil
         if retryable && !finished {
             // The keep-alive race on a reused connection: the provider never saw the request.
