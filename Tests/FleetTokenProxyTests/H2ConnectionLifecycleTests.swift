@@ -77,16 +77,6 @@ final class H2ConnectionLifecycleTests: XCTestCase {
         XCTAssertEqual(lifecycle.state, .closing)
     }
 
-    func testClosingRefusesStreamsAndIgnoresTheRest() {
-        var lifecycle = H2ConnectionLifecycle()
-        _ = lifecycle.peerGoAway()
-        XCTAssertEqual(lifecycle.streamOpened(1), .refuse)
-        XCTAssertNil(lifecycle.streamClosed())
-        XCTAssertNil(lifecycle.drain(lastProcessedStreamID: 1))
-        XCTAssertNil(lifecycle.peerGoAway())
-        XCTAssertEqual(lifecycle.state, .closing)
-    }
-
     func testSessionEndClosesFromAnyStateOnce() {
         var active = H2ConnectionLifecycle()
         _ = active.streamOpened(1)
@@ -107,14 +97,19 @@ final class H2ConnectionLifecycleTests: XCTestCase {
         XCTAssertFalse(closing.closesWhenWritten)
     }
 
-    func testClosedRefusesAndIgnores() {
-        var lifecycle = H2ConnectionLifecycle()
-        _ = lifecycle.sessionEnded()
-        XCTAssertEqual(lifecycle.streamOpened(1), .refuse)
-        XCTAssertNil(lifecycle.streamClosed())
-        XCTAssertNil(lifecycle.drain(lastProcessedStreamID: 1))
-        XCTAssertNil(lifecycle.peerGoAway())
-        XCTAssertEqual(lifecycle.state, .closed)
+    func testClosingAndClosedRefuseStreamsAndIgnoreTheRest() {
+        var closing = H2ConnectionLifecycle()
+        _ = closing.peerGoAway()
+        var closed = H2ConnectionLifecycle()
+        _ = closed.sessionEnded()
+        for (start, state) in [(closing, H2ConnectionLifecycle.State.closing), (closed, .closed)] {
+            var lifecycle = start
+            XCTAssertEqual(lifecycle.streamOpened(1), .refuse, "\(state)")
+            XCTAssertNil(lifecycle.streamClosed())
+            XCTAssertNil(lifecycle.drain(lastProcessedStreamID: 1))
+            XCTAssertNil(lifecycle.peerGoAway())
+            XCTAssertEqual(lifecycle.state, state)
+        }
     }
 
     func testAStrayStreamCloseDoesNotGoNegative() {

@@ -63,7 +63,6 @@ final class HTTP2UpstreamPool {
             }
             return
         }
-        exchange.place = .queued
         waiting.push(exchange)
         logger.debug("upstream HTTP/2 connections full; call queued", metadata: ["origin": "\(origin)", "queued": "\(waiting.count)"])
     }
