@@ -1,7 +1,7 @@
 /// The upstream half of one call: its stream on an `HTTP2UpstreamConnection` to Fleet Engine,
 /// and the answer's flow-control accounting. Made by `HTTP2UpstreamPool.start(_:)` for one
 /// exchange (a resend or a retry is a new one); written only by the connection that carries
-/// it (and the pool while it queues). The client half drives it through `UpstreamExchange`,
+/// it. The client half drives it through `UpstreamExchange`,
 /// it reports to the client half through `UpstreamExchangeDelegate`.
 ///
 /// `delegate` is strong and dropped when the exchange is cancelled or reports its close (the

@@ -305,11 +305,6 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         flushSoon()
     }
 
-    private func startUpstream(_ call: H2ClientCall) {
-        core.statistics.forwarded += 1
-        call.upstream = core.upstreamH2.start(call)
-    }
-
     /// Cancels the upstream exchange; credit for response bytes the client will never take
     /// goes back with it.
     private func cancelUpstream(_ call: H2ClientCall) {
@@ -549,21 +544,24 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
             let hit = fetchingStream == stream
             if call.record.cacheOutcome == nil { call.record.cacheOutcome = hit ? "hit" : "miss" }
             switch result {
-            case .failure(let failure):
-                perform(call.state.tokenFailed(failure), for: call)
-            case .success(let token):
-                call.token = token
-                switch call.state.tokenArrived() {
-                case .startUpstream?:
-                    cancelTimer(call)
-                    startUpstream(call)
-                case nil:
-                    break
-                }
+            case .failure(let failure): perform(call.state.tokenFailed(failure), for: call)
+            case .success(let token): tokenArrived(call, token)
             }
             if !hit { flushSoon() }
         }
         fetchingStream = outer
+    }
+
+    private func tokenArrived(_ call: H2ClientCall, _ token: String) {
+        call.token = token
+        switch call.state.tokenArrived() {
+        case .startUpstream?:
+            cancelTimer(call)
+            core.statistics.forwarded += 1
+            call.upstream = core.upstreamH2.start(call)
+        case nil:
+            break
+        }
     }
 
     // MARK: What the upstream exchange reports (through the call, its delegate)
