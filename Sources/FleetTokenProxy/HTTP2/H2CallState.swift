@@ -7,6 +7,11 @@
 /// interim 1xx or the trailers, the one retry with a fresh token after UNAUTHENTICATED/401,
 /// sending a refused or lost stream again, and which sent request bytes are kept to do so.
 ///
+/// Credit: the client's request stream gets credit for its first message while it is routed
+/// (`bufferFirstMessage`), then only as bytes leave for the upstream; the upstream stream gets
+/// credit as the client reads the answer, and at once for bytes nobody will read (`drop`, an
+/// answer or finish that releases the buffers).
+///
 /// One method per event, each returning its own action (nil: nothing to do).
 ///
 /// | state           | event                                      | next state      | action                                     |
