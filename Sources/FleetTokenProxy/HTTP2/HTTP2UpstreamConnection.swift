@@ -60,9 +60,8 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     /// Sends `exchange` on this connection now, or once it is ready.
     func start(_ exchange: H2UpstreamStream) {
         guard let request = exchange.delegate else { return }
-        exchange.connection = self
         guard state == .ready, let session else {
-            exchange.place = .pending
+            exchange.wait(on: self)
             pending.append(exchange)
             return
         }
@@ -83,8 +82,7 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
             exchange.end(.failed(.upstreamUnavailable("cannot open a stream to \(origin)")))
             return
         }
-        exchange.place = .open
-        exchange.streamID = stream
+        exchange.opened(stream, on: self)
         streams[stream] = exchange
         flushSoon()
     }
@@ -108,18 +106,14 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     /// the client never reads; connection credit went back on arrival. Credit for a stream
     /// already closed goes to no stream (nghttp2 ignores it).
     private func credit(_ exchange: H2UpstreamStream) {
-        let target = min(exchange.responseBytesReceived, exchange.responseBytesTaken + Self.responseBufferBound)
-        guard target > exchange.responseBytesCredited else { return }
-        if exchange.streamID > 0 { session?.consumeStream(exchange.streamID, count: target - exchange.responseBytesCredited) }
-        exchange.responseBytesCredited = target
+        let due = exchange.creditDue(bound: Self.responseBufferBound)
+        if due > 0 && exchange.streamID > 0 { session?.consumeStream(exchange.streamID, count: due) }
     }
 
     /// The client half gave up on `exchange` (or sends the call again with a fresh token):
     /// reset its stream.
     func cancel(_ exchange: H2UpstreamStream, _ why: UpstreamCancel) {
-        let place = exchange.place
-        exchange.place = .ended
-        switch place {
+        switch exchange.markEnded() {
         case .queued, .ended:
             return
         case .pending:
@@ -221,7 +215,7 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
 
     func h2HeadersEnded(stream: Int32, fields: H2HeaderList, endStream: Bool) {
         guard let exchange = streams[stream], let delegate = exchange.delegate else { return }
-        if endStream { exchange.answerEnded = true }
+        if endStream { exchange.answerDidEnd() }
         delegate.upstreamHeaderBlock(fields, endStream: endStream)
     }
 
@@ -234,14 +228,14 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         // that never reads cannot shrink the window the connection's other streams share, nor
         // keep a small answer's upstream stream open.
         session?.consumeConnection(count: bytes.count)
-        exchange.responseBytesReceived += bytes.count
+        exchange.received(count: bytes.count)
         credit(exchange)
         delegate.upstreamData(bytes)
     }
 
     func h2DataEnded(stream: Int32) {
         guard let exchange = streams[stream], let delegate = exchange.delegate else { return }
-        exchange.answerEnded = true
+        exchange.answerDidEnd()
         delegate.upstreamDataEnded()
     }
 
