@@ -2,378 +2,479 @@ import XCTest
 @testable import FleetTokenProxy
 
 /// Every transition of the HTTP/2 call machine, legal and illegal, with times passed in by hand
-/// (monotonic seconds from 1 000; head timeout 10 s).
+/// (monotonic seconds from 1 000; head timeout 10 s, ioTimeout 30 s).
 final class H2CallStateTests: XCTestCase {
-    typealias Phase = H2CallState.Phase
+    typealias Answer = H2CallState.Answer
     let now = 1_000.0
     let failure = ProxyFailure.providerUnavailable("provider timed out")
+    let broken = ProxyFailure.upstreamUnavailable("reset")
 
-    private enum Start { case receivingHead, routing, awaitingToken, forwarding, relaying, retrying, answeredLocally, closed }
+    private enum Start { case receivingHead, routing, awaitingToken, forwarding, relaying, retrying, answeredLocally, reset, closed }
 
     /// A call brought to `start` by legal events; `endStream` says whether the request head ended it.
     private func call(in start: Start, endStream: Bool = false, deadline: Double? = nil) -> H2CallState {
         var state = H2CallState(now: now, headTimeout: 10)
-        state.setCallDeadline(deadline)
         guard start != .receivingHead else { return state }
-        _ = state.handle(.headBlockEnded(endStream: endStream))
+        _ = state.requestHeadEnded(endStream: endStream, callDeadline: deadline)
         switch start {
         case .receivingHead, .routing: break
-        case .awaitingToken: _ = state.handle(.routed)
-        case .forwarding: _ = state.handle(.routed); _ = state.handle(.tokenArrived)
-        case .relaying: _ = state.handle(.routed); _ = state.handle(.tokenArrived); _ = state.handle(.upstreamHead(endStream: false, retryable: false))
-        case .retrying: _ = state.handle(.routed); _ = state.handle(.tokenArrived); _ = state.handle(.upstreamHead(endStream: true, retryable: true))
-        case .answeredLocally: _ = state.handle(.refused(.failure(failure)))
-        case .closed: _ = state.handle(.streamClosed)
+        case .awaitingToken: _ = state.routed()
+        case .forwarding: _ = state.routed(); _ = state.tokenArrived()
+        case .relaying, .reset:
+            _ = state.routed(); _ = state.tokenArrived()
+            _ = state.upstreamHeaderBlock(endStream: false, informational: false, unauthenticated: false)
+            if start == .reset { _ = state.upstreamClosed(.failed(broken)) }
+        case .retrying:
+            _ = state.routed(); _ = state.tokenArrived()
+            _ = state.upstreamHeaderBlock(endStream: true, informational: false, unauthenticated: true)
+        case .answeredLocally: _ = state.refused(.failure(failure))
+        case .closed: _ = state.streamClosed()
         }
         return state
+    }
+
+    private func answer(_ why: H2CallState.LocalAnswer, cancelUpstream: Bool = false) -> Answer {
+        Answer(why: why, cancelUpstream: cancelUpstream)
+    }
+
+    private func isRelaying(_ state: H2CallState) -> Bool {
+        if case .relaying = state.state { return true } else { return false }
+    }
+
+    private func isForwarding(_ state: H2CallState) -> Bool {
+        if case .forwarding = state.state { return true } else { return false }
     }
 
     // MARK: receivingHead
 
     func testHeadEndMovesToRoutingAndArmsTheHeadTimer() {
         var state = call(in: .receivingHead)
-        XCTAssertEqual(state.handle(.headBlockEnded(endStream: false)), [.armTimer(at: now + 10), .route])
-        XCTAssertEqual(state.phase, .routing)
+        XCTAssertTrue(state.awaitsRequestHead)
+        XCTAssertEqual(state.requestHeadEnded(endStream: false, callDeadline: nil), now + 10)
+        XCTAssertEqual(state.state, .routing(callDeadline: nil))
+        XCTAssertFalse(state.awaitsRequestHead)
         XCTAssertFalse(state.requestEnded)
     }
 
     func testGRPCTimeoutShorterThanTheHeadTimeoutIsTheTimer() {
-        var state = call(in: .receivingHead, deadline: now + 2)
-        XCTAssertEqual(state.handle(.headBlockEnded(endStream: true)), [.armTimer(at: now + 2), .route])
+        var state = call(in: .receivingHead)
+        XCTAssertEqual(state.requestHeadEnded(endStream: true, callDeadline: now + 2), now + 2)
         XCTAssertTrue(state.requestEnded)
     }
 
     func testDataBeforeTheHeadEndsIsDiscarded() {
         var state = call(in: .receivingHead)
-        XCTAssertEqual(state.handle(.data), [.discard])
-        XCTAssertEqual(state.phase, .receivingHead)
+        XCTAssertEqual(state.requestData(), .discard)
+        XCTAssertEqual(state.state, .receivingHead)
     }
 
     func testNothingButTheHeadMovesAReceivingCall() {
-        for event: H2CallState.Event in [.routed, .tokenArrived, .upstreamEnded, .answerSent, .dataEnded,
-                                         .upstreamHead(endStream: true, retryable: false), .tokenFailed(failure)] {
-            var state = call(in: .receivingHead)
-            _ = state.handle(event)
-            XCTAssertEqual(state.phase, .receivingHead, "\(event)")
-        }
+        var state = call(in: .receivingHead)
+        XCTAssertNil(state.routed())
+        XCTAssertNil(state.tokenArrived())
+        XCTAssertNil(state.tokenFailed(failure))
+        XCTAssertNil(state.upstreamDataEnded())
+        XCTAssertNil(state.answerSent())
+        XCTAssertNil(state.requestEndReceived())
+        XCTAssertNil(state.upstreamHeaderBlock(endStream: true, informational: false, unauthenticated: false))
+        XCTAssertNil(state.tick(now: now + 100))
+        XCTAssertEqual(state.state, .receivingHead)
     }
 
     // MARK: routing
 
-    func testDataWhileRoutingIsBufferedAndRouted() {
+    func testDataWhileRoutingIsBufferedAsTheFirstMessageAndRouted() {
         var state = call(in: .routing)
-        XCTAssertEqual(state.handle(.data), [.buffer, .route])
-        XCTAssertEqual(state.handle(.dataEnded), [.route])
+        XCTAssertEqual(state.requestData(), .bufferFirstMessage)
+        XCTAssertTrue(state.isRouting)
+        XCTAssertEqual(state.requestEndReceived(), .route)
         XCTAssertTrue(state.requestEnded)
     }
 
-    func testTrailersWhileRoutingEndTheRequestAndDoNotRearmTheTimer() {
+    func testASecondHeadIsNotReadAndTheDeadlineIsFixedOnceTheHeadIsRead() {
         var state = call(in: .routing, deadline: now + 5)
-        let actions = state.handle(.headBlockEnded(endStream: true))
-        XCTAssertEqual(actions, [.route])
-        XCTAssertFalse(actions.contains { if case .armTimer = $0 { return true } else { return false } })
-        XCTAssertTrue(state.requestEnded)
-        XCTAssertEqual(state.headerBlocks, 2)
+        XCTAssertFalse(state.awaitsRequestHead, "a later block is the client's trailers")
+        XCTAssertNil(state.requestHeadEnded(endStream: true, callDeadline: now + 1))
+        XCTAssertEqual(state.state, .routing(callDeadline: now + 5))
     }
 
     func testRoutedFetchesTheTokenUnderTheCallDeadline() {
         var state = call(in: .routing, deadline: now + 5)
-        XCTAssertEqual(state.handle(.routed), [.armTimer(at: now + 5), .fetchToken])
-        XCTAssertEqual(state.phase, .awaitingToken)
+        XCTAssertEqual(state.routed(), .fetchToken(armTimerAt: now + 5))
+        XCTAssertEqual(state.state, .awaitingToken(callDeadline: now + 5, sends: .init()))
     }
 
     func testRoutedWithoutDeadlineCancelsTheHeadTimer() {
         var state = call(in: .routing)
-        XCTAssertEqual(state.handle(.routed), [.cancelTimer, .fetchToken])
+        XCTAssertEqual(state.routed(), .fetchToken(armTimerAt: nil))
+        XCTAssertNil(state.routed(), "routed once")
     }
 
     func testRefusedWhileRoutingAnswersLocally() {
         var state = call(in: .routing)
-        XCTAssertEqual(state.handle(.refused(.failure(failure))), [.cancelTimer, .releaseBuffers, .answer(.failure(failure))])
-        XCTAssertEqual(state.phase, .answeredLocally)
-        XCTAssertTrue(state.responseEnded)
-        XCTAssertTrue(state.isFinished)
+        XCTAssertEqual(state.refused(.failure(failure)), answer(.failure(failure)))
+        XCTAssertEqual(state.state, .answeredLocally(clientBodyWaits: false))
     }
 
     func testHeadTimeoutWhileRouting() {
         var state = call(in: .routing)
-        XCTAssertEqual(state.handle(.tick(now: now + 9.9)), [.armTimer(at: now + 10)])
-        XCTAssertEqual(state.handle(.tick(now: now + 10)), [.cancelTimer, .releaseBuffers, .answer(.headTimeout)])
-        XCTAssertEqual(state.phase, .answeredLocally)
+        XCTAssertEqual(state.tick(now: now + 9.9), .armTimer(at: now + 10))
+        XCTAssertEqual(state.tick(now: now + 10), .answer(answer(.headTimeout)))
+        XCTAssertEqual(state.state, .answeredLocally(clientBodyWaits: false))
     }
 
     func testCallDeadlineWhileRoutingWinsOverTheHeadTimeout() {
         var state = call(in: .routing, deadline: now + 1)
-        XCTAssertEqual(state.handle(.tick(now: now + 1)), [.cancelTimer, .releaseBuffers, .answer(.deadline)])
+        XCTAssertEqual(state.tick(now: now + 0.5), .armTimer(at: now + 1))
+        XCTAssertEqual(state.tick(now: now + 1), .answer(answer(.deadline)))
     }
 
-    func testTokenEventsWhileRoutingAreIllegal() {
+    func testTokenAndUpstreamEventsWhileRoutingAreIllegal() {
         var state = call(in: .routing)
-        XCTAssertEqual(state.handle(.tokenArrived), [])
-        XCTAssertEqual(state.handle(.tokenFailed(failure)), [])
-        XCTAssertEqual(state.handle(.upstreamHead(endStream: true, retryable: false)), [])
-        XCTAssertEqual(state.phase, .routing)
+        XCTAssertNil(state.tokenArrived())
+        XCTAssertNil(state.tokenFailed(failure))
+        XCTAssertNil(state.upstreamHeaderBlock(endStream: true, informational: false, unauthenticated: false))
+        XCTAssertNil(state.upstreamClosed(.failed(broken)))
+        XCTAssertEqual(state.state, .routing(callDeadline: nil))
     }
 
     // MARK: awaitingToken
 
     func testTokenArrivedStartsTheUpstream() {
         var state = call(in: .awaitingToken)
-        XCTAssertEqual(state.handle(.tokenArrived), [.cancelTimer, .startUpstream])
-        XCTAssertEqual(state.phase, .forwarding)
-        XCTAssertEqual(state.attempts, 1)
+        XCTAssertEqual(state.tokenArrived(), .startUpstream)
+        XCTAssertEqual(state.state, .forwarding(.init(sends: .init(attempt: 1, starts: 1), copied: 0)))
     }
 
     func testTokenFailedAnswersLocally() {
         var state = call(in: .awaitingToken)
-        XCTAssertEqual(state.handle(.tokenFailed(failure)), [.cancelTimer, .releaseBuffers, .answer(.failure(failure))])
+        XCTAssertEqual(state.tokenFailed(failure), answer(.failure(failure)))
+        XCTAssertEqual(state.state, .answeredLocally(clientBodyWaits: false))
     }
 
     func testDataWhileAwaitingTheTokenIsBufferedOnly() {
         var state = call(in: .awaitingToken)
-        XCTAssertEqual(state.handle(.data), [.buffer])
-        XCTAssertEqual(state.handle(.dataEnded), [])
+        XCTAssertEqual(state.requestData(), .buffer)
+        XCTAssertNil(state.requestEndReceived())
         XCTAssertTrue(state.requestEnded)
     }
 
     func testDeadlineWhileAwaitingTheToken() {
         var state = call(in: .awaitingToken, deadline: now + 1)
-        XCTAssertEqual(state.handle(.tick(now: now + 0.5)), [.armTimer(at: now + 1)])
-        XCTAssertEqual(state.handle(.tick(now: now + 1)), [.cancelTimer, .releaseBuffers, .answer(.deadline)])
-        XCTAssertEqual(state.handle(.tokenArrived), [], "a token after the deadline is not used")
+        XCTAssertEqual(state.tick(now: now + 0.5), .armTimer(at: now + 1))
+        XCTAssertEqual(state.tick(now: now + 1), .answer(answer(.deadline)))
+        XCTAssertNil(state.tokenArrived(), "a token after the deadline is not used")
     }
 
     func testHeadTimeoutDoesNotApplyOnceRouted() {
         var state = call(in: .awaitingToken)
-        XCTAssertEqual(state.handle(.tick(now: now + 60)), [])
-        XCTAssertEqual(state.phase, .awaitingToken)
+        XCTAssertNil(state.tick(now: now + 60))
+        XCTAssertEqual(state.state, .awaitingToken(callDeadline: nil, sends: .init()))
     }
 
     func testResetWhileAwaitingTheTokenClosesWithoutUpstream() {
         var state = call(in: .awaitingToken)
-        XCTAssertEqual(state.handle(.streamClosed), [.cancelTimer, .releaseBuffers, .finish])
-        XCTAssertEqual(state.handle(.tokenArrived), [])
-        XCTAssertEqual(state.phase, .closed)
+        XCTAssertEqual(state.streamClosed(), .finish(cancelUpstream: false))
+        XCTAssertNil(state.tokenArrived())
+        XCTAssertEqual(state.state, .closed)
     }
 
-    // MARK: forwarding
+    // MARK: forwarding: the answer's header blocks
 
     func testUpstreamHeadIsRelayed() {
         var state = call(in: .forwarding)
-        XCTAssertEqual(state.handle(.upstreamHead(endStream: false, retryable: false)), [.relayHead(endStream: false)])
-        XCTAssertEqual(state.phase, .relaying)
-        XCTAssertFalse(state.responseEnded)
+        XCTAssertEqual(state.upstreamHeaderBlock(endStream: false, informational: false, unauthenticated: false), .relayHead(endStream: false))
+        XCTAssertEqual(state.state, .relaying(.init(responseEnded: false, upstreamBodyWaits: false)))
     }
 
     func testTrailersOnlyUpstreamHeadEndsTheResponse() {
         var state = call(in: .forwarding)
-        XCTAssertEqual(state.handle(.upstreamHead(endStream: true, retryable: false)), [.relayHead(endStream: true)])
-        XCTAssertTrue(state.responseEnded)
+        XCTAssertEqual(state.upstreamHeaderBlock(endStream: true, informational: false, unauthenticated: false), .relayHead(endStream: true))
+        XCTAssertEqual(state.state, .relaying(.init(responseEnded: true, upstreamBodyWaits: false)))
+        XCTAssertEqual(state.responseRead(count: 0, remaining: 0, now: now), .end)
     }
 
-    func testUnauthenticatedOnTheFirstAttemptRetriesWithAFreshToken() {
+    func testAnInterimHeadIsSkippedAndTheNextIsTheAnswer() {
         var state = call(in: .forwarding)
-        XCTAssertEqual(state.handle(.upstreamHead(endStream: true, retryable: true)), [.retryWithFreshToken, .fetchToken])
-        XCTAssertEqual(state.phase, .retrying)
-        XCTAssertEqual(state.handle(.tokenArrived), [.cancelTimer, .startUpstream])
-        XCTAssertEqual(state.attempts, 2)
-        XCTAssertEqual(state.handle(.upstreamHead(endStream: true, retryable: true)), [.relayHead(endStream: true)],
+        XCTAssertEqual(state.upstreamHeaderBlock(endStream: false, informational: true, unauthenticated: false), .skipInterim)
+        XCTAssertTrue(isForwarding(state))
+        XCTAssertEqual(state.upstreamHeaderBlock(endStream: false, informational: false, unauthenticated: false), .relayHead(endStream: false))
+    }
+
+    func testTheBlockAfterTheHeadIsTheTrailersAndEndsTheAnswer() {
+        var state = call(in: .relaying)
+        XCTAssertEqual(state.responseRead(count: 0, remaining: 0, now: now), .wait)
+        XCTAssertEqual(state.upstreamHeaderBlock(endStream: true, informational: false, unauthenticated: true), .keepTrailers(resumeClientBody: true),
+                       "an UNAUTHENTICATED in the trailers is the answer's, never retried")
+        XCTAssertEqual(state.responseRead(count: 0, remaining: 0, now: now), .end)
+        XCTAssertNil(state.upstreamHeaderBlock(endStream: true, informational: false, unauthenticated: false), "one set of trailers")
+        XCTAssertNil(state.upstreamDataEnded())
+    }
+
+    // MARK: forwarding: the one retry with a fresh token
+
+    func testUnauthenticatedOnTheFirstAttemptRetriesWithAFreshTokenOnce() {
+        var state = call(in: .forwarding)
+        XCTAssertEqual(state.requestBodyRead(count: 100, remaining: 0), .send(keepCopy: true))
+        XCTAssertEqual(state.upstreamHeaderBlock(endStream: true, informational: false, unauthenticated: true), .retryWithFreshToken)
+        XCTAssertEqual(state.state, .awaitingToken(callDeadline: nil, sends: .init(attempt: 1, starts: 1)))
+        XCTAssertEqual(state.tokenArrived(), .startUpstream)
+        XCTAssertEqual(state.state, .forwarding(.init(sends: .init(attempt: 2, starts: 2), copied: nil)))
+        XCTAssertEqual(state.requestBodyRead(count: 100, remaining: 0), .send(keepCopy: false), "nothing is kept for a third attempt")
+        XCTAssertEqual(state.upstreamHeaderBlock(endStream: true, informational: false, unauthenticated: true), .relayHead(endStream: true),
                        "the second UNAUTHENTICATED goes to the client")
     }
 
-    func testDataWhileForwardingIsBufferedAndResumesAStalledUpstreamBodyOnce() {
+    func testAnUnauthenticatedHeadWithABodyIsTheAnswer() {
         var state = call(in: .forwarding)
-        XCTAssertEqual(state.handle(.data), [.buffer], "the body provider is not waiting")
-        XCTAssertEqual(state.handle(.upstreamBodyStalled), [])
-        XCTAssertTrue(state.upstreamBodyStalled)
-        XCTAssertEqual(state.handle(.data), [.buffer, .resumeUpstreamBody])
-        XCTAssertFalse(state.upstreamBodyStalled)
-        XCTAssertEqual(state.handle(.data), [.buffer])
-        _ = state.handle(.upstreamBodyStalled)
-        XCTAssertEqual(state.handle(.dataEnded), [.resumeUpstreamBody])
+        XCTAssertEqual(state.upstreamHeaderBlock(endStream: false, informational: false, unauthenticated: true), .relayHead(endStream: false))
     }
 
-    func testClientTrailersWhileForwardingEndTheBodyAndAreNotForwarded() {
+    func testNoRetryOnceMoreThanTheReplayLimitWasSent() {
         var state = call(in: .forwarding)
-        _ = state.handle(.upstreamBodyStalled)
-        XCTAssertEqual(state.handle(.headBlockEnded(endStream: true)), [.resumeUpstreamBody])
-        XCTAssertTrue(state.requestEnded)
-    }
-
-    func testUpstreamBodyStalledIsOnlyHeardWhileForwardingOrRelaying() {
-        for start: Start in [.routing, .awaitingToken, .retrying, .answeredLocally, .closed] {
-            var state = call(in: start)
-            XCTAssertEqual(state.handle(.upstreamBodyStalled), [])
-            XCTAssertFalse(state.upstreamBodyStalled, "\(start)")
-        }
-    }
-
-    func testARetryStartsWithTheUpstreamBodyNotStalled() {
-        var state = call(in: .forwarding)
-        _ = state.handle(.upstreamBodyStalled)
-        _ = state.handle(.upstreamHead(endStream: true, retryable: true))
-        _ = state.handle(.tokenArrived)
-        XCTAssertFalse(state.upstreamBodyStalled)
-    }
-
-    func testUpstreamFailureBeforeTheHeadAnswersLocally() {
-        let broken = ProxyFailure.upstreamUnavailable("reset")
-        var state = call(in: .forwarding)
-        XCTAssertEqual(state.handle(.upstreamFailed(broken)), [.cancelTimer, .cancelUpstream, .releaseBuffers, .answer(.failure(broken))])
-    }
-
-    func testDeadlineDoesNotApplyOnceForwarded() {
-        var state = call(in: .forwarding, deadline: now + 1)
-        XCTAssertEqual(state.handle(.tick(now: now + 5)), [])
-        XCTAssertEqual(state.phase, .forwarding)
-    }
-
-    func testResetWhileForwardingCancelsTheUpstream() {
-        var state = call(in: .forwarding)
-        XCTAssertEqual(state.handle(.streamClosed), [.cancelTimer, .cancelUpstream, .releaseBuffers, .finish])
-    }
-
-    // MARK: relaying
-
-    func testUpstreamEndResumesAStalledClientBodyOnce() {
-        var state = call(in: .relaying)
-        XCTAssertEqual(state.handle(.clientBodyStalled), [])
-        XCTAssertEqual(state.handle(.upstreamEnded), [.resumeClientBody])
-        XCTAssertTrue(state.responseEnded)
-        XCTAssertEqual(state.handle(.upstreamEnded), [])
-    }
-
-    func testResponseBytesResumeAStalledClientBodyOnly() {
-        var state = call(in: .relaying)
-        XCTAssertEqual(state.handle(.responseBytes(now: now)), [.armTimer(at: now + 30)], "the body provider is not waiting")
-        _ = state.handle(.responseTaken(now: now, drained: true))
-        _ = state.handle(.clientBodyStalled)
-        XCTAssertTrue(state.clientBodyStalled)
-        XCTAssertEqual(state.handle(.responseBytes(now: now + 1)), [.resumeClientBody, .armTimer(at: now + 31)])
-        XCTAssertFalse(state.clientBodyStalled)
-        XCTAssertEqual(state.handle(.responseBytes(now: now + 2)), [], "already waiting since +1")
-    }
-
-    func testResponseBytesBeforeRelayingAreIllegal() {
-        var state = call(in: .forwarding)
-        XCTAssertEqual(state.handle(.clientBodyStalled), [])
-        XCTAssertEqual(state.handle(.responseBytes(now: now)), [])
-        XCTAssertFalse(state.clientBodyStalled)
-        XCTAssertNil(state.responseWaitingSince)
-    }
-
-    func testAClientThatTakesNothingForTheIOTimeoutIsResetAndTheUpstreamCancelled() {
-        var state = call(in: .relaying)
-        _ = state.handle(.responseBytes(now: now))
-        XCTAssertEqual(state.handle(.tick(now: now + 29)), [.armTimer(at: now + 30)])
-        XCTAssertEqual(state.handle(.tick(now: now + 30)), [.resetClient(errorCode: H2CallState.cancel), .cancelUpstream])
-        XCTAssertEqual(state.phase, .closed)
-        XCTAssertEqual(state.handle(.streamClosed), [.cancelTimer, .releaseBuffers, .finish])
-    }
-
-    func testAClientTakingBytesMovesTheIOTimeout() {
-        var state = call(in: .relaying)
-        _ = state.handle(.responseBytes(now: now))
-        XCTAssertEqual(state.handle(.responseTaken(now: now + 20, drained: false)), [])
-        XCTAssertEqual(state.handle(.tick(now: now + 30)), [.armTimer(at: now + 50)])
-        XCTAssertEqual(state.phase, .relaying)
-    }
-
-    func testAClientThatTookEverythingIsNotTimedOut() {
-        var state = call(in: .relaying)
-        _ = state.handle(.responseBytes(now: now))
-        _ = state.handle(.responseTaken(now: now + 1, drained: true))
-        XCTAssertNil(state.responseWaitingSince)
-        XCTAssertEqual(state.handle(.tick(now: now + 300)), [])
-        XCTAssertEqual(state.phase, .relaying)
-    }
-
-    func testResponseTakenOutsideRelayingIsIgnored() {
-        var state = call(in: .answeredLocally)
-        XCTAssertEqual(state.handle(.responseTaken(now: now, drained: false)), [])
-        XCTAssertNil(state.responseWaitingSince)
-    }
-
-    func testUpstreamFailureAfterTheHeadResetsTheClient() {
-        var state = call(in: .relaying)
-        XCTAssertEqual(state.handle(.upstreamFailed(failure)), [.resetClient(errorCode: H2CallState.internalError)])
-        XCTAssertEqual(state.phase, .closed)
-    }
-
-    func testNoLocalAnswerOnceRelaying() {
-        var state = call(in: .relaying, deadline: now + 1)
-        XCTAssertEqual(state.handle(.refused(.failure(failure))), [])
-        XCTAssertEqual(state.handle(.tick(now: now + 2)), [])
-        XCTAssertEqual(state.handle(.upstreamHead(endStream: false, retryable: false)), [])
-        XCTAssertEqual(state.phase, .relaying)
-    }
-
-    func testAnswerSentWhileRelayingDoesNotReset() {
-        var state = call(in: .relaying)
-        XCTAssertEqual(state.handle(.answerSent), [])
-    }
-
-    // MARK: retrying
-
-    func testResetWhileRetryingCancelsTheUpstream() {
-        var state = call(in: .retrying)
-        XCTAssertEqual(state.handle(.streamClosed), [.cancelTimer, .cancelUpstream, .releaseBuffers, .finish])
+        XCTAssertEqual(state.requestBodyRead(count: H2CallState.replayLimit - 1, remaining: 10), .send(keepCopy: true))
+        XCTAssertEqual(state.requestBodyRead(count: 1, remaining: 10), .send(keepCopy: true), "exactly the limit is kept")
+        XCTAssertEqual(state.requestBodyRead(count: 1, remaining: 9), .send(keepCopy: false))
+        XCTAssertEqual(state.requestBodyRead(count: 1, remaining: 8), .send(keepCopy: false), "a gap is never kept")
+        XCTAssertEqual(state.upstreamHeaderBlock(endStream: true, informational: false, unauthenticated: true), .relayHead(endStream: true))
     }
 
     func testTokenFailureWhileRetryingAnswersLocally() {
         var state = call(in: .retrying)
-        XCTAssertEqual(state.handle(.tokenFailed(failure)), [.cancelTimer, .cancelUpstream, .releaseBuffers, .answer(.failure(failure))])
+        XCTAssertEqual(state.tokenFailed(failure), answer(.failure(failure)), "the refused exchange was cancelled by the retry")
+    }
+
+    func testResetWhileRetryingHasNoUpstreamToCancel() {
+        var state = call(in: .retrying)
+        XCTAssertEqual(state.streamClosed(), .finish(cancelUpstream: false))
+    }
+
+    // MARK: forwarding: the request body
+
+    func testDataWhileForwardingIsBufferedAndResumesAWaitingUpstreamBodyOnce() {
+        var state = call(in: .forwarding)
+        XCTAssertEqual(state.requestData(), .buffer, "the body pull is not waiting")
+        XCTAssertEqual(state.requestBodyRead(count: 0, remaining: 0), .wait)
+        XCTAssertEqual(state.requestData(), .bufferAndResumeUpstream)
+        XCTAssertEqual(state.requestData(), .buffer)
+        XCTAssertEqual(state.requestBodyRead(count: 0, remaining: 0), .wait)
+        XCTAssertEqual(state.requestEndReceived(), .resumeUpstreamBody)
+        XCTAssertEqual(state.requestBodyRead(count: 0, remaining: 0), .end(keepCopy: false))
+    }
+
+    func testTheBodyEndsWithItsLastBytesOnceTheRequestEnded() {
+        var state = call(in: .forwarding, endStream: true)
+        XCTAssertEqual(state.requestBodyRead(count: 10, remaining: 5), .send(keepCopy: true))
+        XCTAssertEqual(state.requestBodyRead(count: 5, remaining: 0), .end(keepCopy: true))
+    }
+
+    func testClientTrailersWhileForwardingEndTheBody() {
+        var state = call(in: .forwarding)
+        _ = state.requestBodyRead(count: 0, remaining: 0)
+        XCTAssertEqual(state.requestEndReceived(), .resumeUpstreamBody)
+        XCTAssertTrue(state.requestEnded)
+    }
+
+    func testARetryStartsWithTheUpstreamBodyNotWaiting() {
+        var state = call(in: .forwarding)
+        _ = state.requestBodyRead(count: 0, remaining: 0)
+        _ = state.upstreamHeaderBlock(endStream: true, informational: false, unauthenticated: true)
+        _ = state.tokenArrived()
+        XCTAssertEqual(state.requestData(), .buffer)
+    }
+
+    func testAWaitingUpstreamBodyIsCarriedIntoRelaying() {
+        var state = call(in: .forwarding)
+        _ = state.requestBodyRead(count: 0, remaining: 0)
+        _ = state.upstreamHeaderBlock(endStream: false, informational: false, unauthenticated: false)
+        XCTAssertEqual(state.requestData(), .bufferAndResumeUpstream)
+        XCTAssertEqual(state.requestBodyRead(count: 0, remaining: 0), .wait)
+        XCTAssertEqual(state.requestEndReceived(), .resumeUpstreamBody)
+    }
+
+    // MARK: forwarding: the exchange's end
+
+    func testARefusedExchangeIsSentAgainUpToThreeStartsInAll() {
+        var state = call(in: .forwarding)
+        XCTAssertEqual(state.upstreamClosed(.refused(broken)), .resend)
+        XCTAssertEqual(state.upstreamClosed(.connectionLost(broken)), .resend)
+        XCTAssertEqual(state.state, .forwarding(.init(sends: .init(attempt: 1, starts: 3), copied: 0)))
+        XCTAssertEqual(state.upstreamClosed(.refused(broken)), .answer(answer(.failure(broken))))
+    }
+
+    func testStartsAreCountedAcrossTheRetry() {
+        var state = call(in: .forwarding)
+        _ = state.upstreamClosed(.refused(broken))
+        _ = state.upstreamHeaderBlock(endStream: true, informational: false, unauthenticated: true)
+        _ = state.tokenArrived()
+        XCTAssertEqual(state.upstreamClosed(.refused(broken)), .answer(answer(.failure(broken))))
+    }
+
+    func testAnExchangeThatSentABodyByteIsNotSentAgain() {
+        var state = call(in: .forwarding)
+        _ = state.requestBodyRead(count: 1, remaining: 0)
+        XCTAssertEqual(state.upstreamClosed(.refused(broken)), .answer(answer(.failure(broken))))
+        var lost = call(in: .forwarding)
+        _ = lost.requestBodyRead(count: 1, remaining: 0)
+        XCTAssertEqual(lost.upstreamClosed(.connectionLost(broken)), .answer(answer(.failure(broken))))
+    }
+
+    func testAFailedExchangeBeforeTheHeadAnswersLocally() {
+        var state = call(in: .forwarding)
+        XCTAssertEqual(state.upstreamClosed(.failed(broken)), .answer(answer(.failure(broken))))
+        XCTAssertEqual(state.state, .answeredLocally(clientBodyWaits: false))
+    }
+
+    func testALocalAnswerWhileForwardingCancelsTheUpstream() {
+        var state = call(in: .forwarding)
+        XCTAssertEqual(state.refused(.failure(failure)), answer(.failure(failure), cancelUpstream: true))
+    }
+
+    func testDeadlineDoesNotApplyOnceForwarded() {
+        var state = call(in: .forwarding, deadline: now + 1)
+        XCTAssertNil(state.tick(now: now + 5))
+        XCTAssertTrue(isForwarding(state))
+    }
+
+    func testResetWhileForwardingCancelsTheUpstream() {
+        var state = call(in: .forwarding)
+        XCTAssertEqual(state.streamClosed(), .finish(cancelUpstream: true))
+    }
+
+    // MARK: relaying
+
+    func testUpstreamEndResumesAWaitingClientBodyOnce() {
+        var state = call(in: .relaying)
+        XCTAssertEqual(state.responseRead(count: 0, remaining: 0, now: now), .wait)
+        XCTAssertEqual(state.upstreamDataEnded(), .resumeClientBody)
+        XCTAssertEqual(state.responseRead(count: 0, remaining: 0, now: now), .end)
+        XCTAssertNil(state.upstreamDataEnded())
+    }
+
+    func testResponseBytesResumeAWaitingClientBodyOnly() {
+        var state = call(in: .relaying)
+        XCTAssertEqual(state.responseBytes(now: now), .keep(resumeClientBody: false, armTimerAt: now + 30), "the body read is not waiting")
+        XCTAssertEqual(state.responseRead(count: 5, remaining: 0, now: now), .send)
+        XCTAssertEqual(state.responseRead(count: 0, remaining: 0, now: now), .wait)
+        XCTAssertEqual(state.responseBytes(now: now + 1), .keep(resumeClientBody: true, armTimerAt: now + 31))
+        XCTAssertEqual(state.responseBytes(now: now + 2), .keep(resumeClientBody: false, armTimerAt: nil), "already waiting since +1")
+    }
+
+    func testResponseBytesBeforeOrAfterRelayingAreDropped() {
+        for start: Start in [.forwarding, .answeredLocally, .reset, .closed] {
+            var state = call(in: start)
+            XCTAssertEqual(state.responseBytes(now: now), .drop, "\(start)")
+        }
+    }
+
+    func testAClientThatTakesNothingForTheIOTimeoutIsResetAndTheUpstreamCancelled() {
+        var state = call(in: .relaying)
+        _ = state.responseBytes(now: now)
+        XCTAssertEqual(state.tick(now: now + 29), .armTimer(at: now + 30))
+        XCTAssertEqual(state.tick(now: now + 30), .resetStalledClient)
+        XCTAssertEqual(state.state, .reset)
+        XCTAssertEqual(state.streamClosed(), .finish(cancelUpstream: false))
+    }
+
+    func testAClientTakingBytesMovesTheIOTimeout() {
+        var state = call(in: .relaying)
+        _ = state.responseBytes(now: now)
+        XCTAssertEqual(state.responseRead(count: 5, remaining: 5, now: now + 20), .send)
+        XCTAssertEqual(state.tick(now: now + 30), .armTimer(at: now + 50))
+        XCTAssertTrue(isRelaying(state))
+    }
+
+    func testAClientThatTookEverythingIsNotTimedOut() {
+        var state = call(in: .relaying)
+        _ = state.responseBytes(now: now)
+        _ = state.responseRead(count: 5, remaining: 0, now: now + 1)
+        XCTAssertEqual(state.state, .relaying(.init(responseEnded: false, upstreamBodyWaits: false)))
+        XCTAssertNil(state.tick(now: now + 300))
+        XCTAssertTrue(isRelaying(state))
+    }
+
+    func testUpstreamFailureAfterTheHeadResetsTheClient() {
+        for end: UpstreamEnd in [.failed(broken), .refused(broken), .connectionLost(broken)] {
+            var state = call(in: .relaying)
+            XCTAssertEqual(state.upstreamClosed(end), .resetClient(errorCode: H2CallState.internalError))
+            XCTAssertEqual(state.state, .reset)
+        }
+    }
+
+    func testACompletedExchangeChangesNothing() {
+        var state = call(in: .relaying)
+        _ = state.upstreamDataEnded()
+        XCTAssertNil(state.upstreamClosed(.completed))
+        XCTAssertEqual(state.state, .relaying(.init(responseEnded: true, upstreamBodyWaits: false)))
+    }
+
+    func testNoLocalAnswerOnceRelaying() {
+        var state = call(in: .relaying, deadline: now + 1)
+        XCTAssertNil(state.refused(.failure(failure)))
+        XCTAssertNil(state.tick(now: now + 2))
+        XCTAssertTrue(isRelaying(state))
+    }
+
+    func testAnswerSentWhileRelayingDoesNotReset() {
+        var state = call(in: .relaying)
+        XCTAssertNil(state.answerSent())
     }
 
     // MARK: answeredLocally
 
     func testDataAfterALocalAnswerIsDiscarded() {
         var state = call(in: .answeredLocally)
-        XCTAssertEqual(state.handle(.data), [.discard])
-        XCTAssertEqual(state.phase, .answeredLocally)
+        XCTAssertEqual(state.requestData(), .discard)
+        XCTAssertEqual(state.state, .answeredLocally(clientBodyWaits: false))
+    }
+
+    func testALocalAnswerBodyIsSentToItsEnd() {
+        var state = call(in: .answeredLocally)
+        XCTAssertEqual(state.responseRead(count: 10, remaining: 5, now: now), .send)
+        XCTAssertEqual(state.responseRead(count: 5, remaining: 0, now: now), .end)
     }
 
     func testAnswerSentWithTheRequestOpenResetsTheStreamWithNoError() {
         var state = call(in: .answeredLocally)
-        XCTAssertEqual(state.handle(.answerSent), [.resetClient(errorCode: H2CallState.noError)])
+        XCTAssertEqual(state.answerSent(), .resetClient(errorCode: H2CallState.noError))
     }
 
     func testAnswerSentAfterTheRequestEndedDoesNotReset() {
         var state = call(in: .answeredLocally, endStream: true)
-        XCTAssertEqual(state.handle(.answerSent), [])
+        XCTAssertNil(state.answerSent())
     }
 
     func testASecondAnswerIsIllegal() {
         var state = call(in: .answeredLocally)
-        XCTAssertEqual(state.handle(.refused(.failure(failure))), [])
-        XCTAssertEqual(state.handle(.tick(now: now + 100)), [])
-        XCTAssertEqual(state.handle(.tokenArrived), [])
-        XCTAssertEqual(state.handle(.routed), [])
+        XCTAssertNil(state.refused(.failure(failure)))
+        XCTAssertNil(state.tick(now: now + 100))
+        XCTAssertNil(state.tokenArrived())
+        XCTAssertNil(state.routed())
+        XCTAssertNil(state.upstreamClosed(.failed(broken)))
     }
 
     func testStreamCloseAfterALocalAnswerFinishesOnce() {
         var state = call(in: .answeredLocally)
-        XCTAssertEqual(state.handle(.streamClosed), [.cancelTimer, .releaseBuffers, .finish])
-        XCTAssertEqual(state.handle(.streamClosed), [])
+        XCTAssertEqual(state.streamClosed(), .finish(cancelUpstream: false))
+        XCTAssertNil(state.streamClosed())
     }
 
     // MARK: closed
 
     func testNothingMovesAClosedCall() {
-        for event: H2CallState.Event in [.routed, .tokenArrived, .upstreamEnded, .answerSent, .dataEnded, .streamClosed,
-                                         .headBlockEnded(endStream: true), .tick(now: 5_000), .refused(.headTimeout),
-                                         .upstreamHead(endStream: true, retryable: false), .upstreamFailed(failure)] {
-            var state = call(in: .closed)
-            XCTAssertEqual(state.handle(event), [], "\(event)")
-            XCTAssertEqual(state.phase, .closed)
-        }
         var state = call(in: .closed)
-        XCTAssertEqual(state.handle(.data), [.discard])
-    }
-
-    func testCallDeadlineIsFixedOnceTheHeadIsRead() {
-        var state = call(in: .routing)
-        state.setCallDeadline(now + 1)
-        XCTAssertNil(state.callDeadline)
+        XCTAssertNil(state.routed())
+        XCTAssertNil(state.tokenArrived())
+        XCTAssertNil(state.upstreamDataEnded())
+        XCTAssertNil(state.answerSent())
+        XCTAssertNil(state.requestEndReceived())
+        XCTAssertNil(state.streamClosed())
+        XCTAssertNil(state.requestHeadEnded(endStream: true, callDeadline: nil))
+        XCTAssertNil(state.tick(now: 5_000))
+        XCTAssertNil(state.refused(.headTimeout))
+        XCTAssertNil(state.upstreamHeaderBlock(endStream: true, informational: false, unauthenticated: false))
+        XCTAssertNil(state.upstreamClosed(.failed(failure)))
+        XCTAssertEqual(state.requestData(), .discard)
+        XCTAssertEqual(state.state, .closed)
     }
 }

@@ -1,38 +1,96 @@
 /// Where one HTTP/2 call stands, as a pure state machine: events in, actions out, no sockets,
-/// no clock (times are passed in). `HTTP2ClientConnection` and `HTTP2UpstreamConnection` feed it
-/// what happens on the two streams and carry out the actions it returns; the byte buffers stay
-/// in `H2Call`.
+/// no clock (times are passed in). The client half (`H2ClientCall`, driven by
+/// `HTTP2ClientConnection`) feeds it what happens on the client stream and what its upstream
+/// exchange reports, and carries out what it returns; the bytes stay in the client half.
+/// Every decision about the call is made here: routing and the token, the sidecar's own
+/// answers (docs/CONTRACT.md §5) and deadlines (§7), which answer header block is the head, an
+/// interim 1xx or the trailers, the one retry with a fresh token after UNAUTHENTICATED/401,
+/// sending a refused or lost stream again, and which sent request bytes are kept to do so.
 ///
-/// | phase           | event                                   | next phase      | actions                                   |
-/// |-----------------|-----------------------------------------|-----------------|-------------------------------------------|
-/// | receivingHead   | headBlockEnded                          | routing         | armTimer (head / grpc-timeout), route     |
-/// | routing         | data                                    | routing         | buffer, route                             |
-/// | routing         | dataEnded / trailers                    | routing         | route (request ended: decide now)         |
-/// | routing         | routed                                  | awaitingToken   | armTimer (grpc-timeout) or cancelTimer, fetchToken |
-/// | awaitingToken   | data                                    | awaitingToken   | buffer (no stream credit)                 |
-/// | awaitingToken   | tokenArrived                            | forwarding      | cancelTimer, startUpstream                |
-/// | forwarding      | upstreamHead (retryable, first attempt) | retrying        | retryWithFreshToken, fetchToken           |
-/// | retrying        | tokenArrived                            | forwarding      | cancelTimer, startUpstream                |
-/// | forwarding      | upstreamHead                            | relaying        | relayHead                                 |
-/// | forwarding, relaying | upstreamBodyStalled                | same            | none (remembered)                         |
-/// | forwarding, relaying | data / dataEnded / trailers        | same            | (buffer,) resumeUpstreamBody if stalled   |
-/// | relaying, answeredLocally | clientBodyStalled             | same            | none (remembered)                         |
-/// | relaying        | responseBytes                           | relaying        | resumeClientBody if stalled; armTimer (ioTimeout) if the client had taken all |
-/// | relaying        | responseTaken                           | relaying        | none (the client's progress is noted)     |
-/// | relaying        | tick, client took nothing for ioTimeout | closed          | resetClient(CANCEL), cancelUpstream       |
-/// | relaying        | upstreamEnded (once)                    | relaying        | resumeClientBody if stalled               |
-/// | relaying        | upstreamFailed                          | closed          | resetClient(INTERNAL_ERROR)               |
-/// | before relaying | refused / tokenFailed / upstreamFailed  | answeredLocally | cancelTimer, (cancelUpstream,) releaseBuffers, answer |
-/// | receivingHead, routing | tick past the head deadline      | answeredLocally | … answer(headTimeout)                     |
-/// | before forwarding | tick past the grpc-timeout deadline   | answeredLocally | … answer(deadline)                        |
-/// | answeredLocally | answerSent, request still open          | answeredLocally | resetClient(NO_ERROR)                     |
-/// | answeredLocally, closed | data                            | same            | discard (no stream credit back)           |
-/// | any             | streamClosed (once)                     | closed          | cancelTimer, (cancelUpstream,) releaseBuffers, finish |
+/// Credit: the client's request stream gets credit for its first message while it is routed
+/// (`bufferFirstMessage`), then only as bytes leave for the upstream; the upstream stream gets
+/// credit as the client reads the answer, and at once for bytes nobody will read (`drop`, an
+/// answer or finish that releases the buffers).
 ///
-/// Anything else is illegal for its phase and returns no action (a late token for a call that
-/// was answered, an upstream head after the client left, a second streamClosed).
+/// One method per event, each returning its own action (nil: nothing to do).
+///
+/// | state           | event                                      | next state      | action                                     |
+/// |-----------------|--------------------------------------------|-----------------|--------------------------------------------|
+/// | receivingHead   | requestHeadEnded                           | routing         | route, arm the head / grpc-timeout timer   |
+/// | receivingHead   | requestData                                | receivingHead   | discard                                    |
+/// | routing         | requestData                                | routing         | bufferFirstMessage (then route)            |
+/// | routing         | requestEndReceived (DATA END_STREAM, trailers)   | routing         | route (the request ended: decide now)      |
+/// | routing         | routed                                     | awaitingToken   | fetchToken, arm (grpc-timeout) or cancel the timer |
+/// | awaitingToken   | requestData                                | awaitingToken   | buffer (no stream credit)                  |
+/// | awaitingToken   | tokenArrived                               | forwarding      | startUpstream (start 1 of at most 3)       |
+/// | forwarding      | requestBodyRead                            | forwarding      | send (keepCopy while ≤ 64 KiB, attempt 1), end or wait |
+/// | forwarding      | upstreamHeaderBlock 1xx                    | forwarding      | skipInterim                                |
+/// | forwarding      | upstreamHeaderBlock 401/16, attempt 1, replayable | awaitingToken (retry) | retryWithFreshToken           |
+/// | forwarding      | upstreamHeaderBlock                        | relaying        | relayHead                                  |
+/// | forwarding      | upstreamClosed refused/lost, no body byte sent, < 3 starts | forwarding | resend                 |
+/// | forwarding      | upstreamClosed otherwise                   | answeredLocally | answer                                     |
+/// | forwarding, relaying | requestData / requestEndReceived      | same            | (buffer,) resumeUpstreamBody if it waited  |
+/// | relaying        | upstreamHeaderBlock                        | relaying        | keepTrailers (the answer ends)             |
+/// | relaying        | upstreamDataEnded                          | relaying        | resumeClientBody if it waited              |
+/// | relaying        | responseBytes                              | relaying        | keep; resume the client body if it waited; arm the ioTimeout timer if the client had taken all |
+/// | relaying        | responseRead                               | relaying        | send, end or wait (the client's progress is noted) |
+/// | relaying        | tick, client took nothing for ioTimeout    | reset           | resetStalledClient (CANCEL, upstream cancelled) |
+/// | relaying        | upstreamClosed, not completed              | reset           | resetClient (INTERNAL_ERROR)               |
+/// | before relaying | refused / tokenFailed                      | answeredLocally | answer (cancelling the upstream if any)    |
+/// | routing         | tick past the head deadline                | answeredLocally | answer(headTimeout)                        |
+/// | routing, awaitingToken | tick past the grpc-timeout deadline | answeredLocally | answer(deadline)                           |
+/// | answeredLocally | answerSent, request still open             | answeredLocally | resetClient (NO_ERROR)                     |
+/// | answeredLocally, reset, closed | requestData                 | same            | discard (no stream credit back)            |
+/// | any but closed  | streamClosed                               | closed          | finish (cancelling the upstream if any)    |
+///
+/// Anything else is illegal for its state and returns nil (a late token for a call that was
+/// answered, an answer head after the client left, a second streamClosed).
 struct H2CallState: Equatable {
-    enum Phase: Equatable { case receivingHead, routing, awaitingToken, forwarding, relaying, retrying, answeredLocally, closed }
+    enum State: Equatable {
+        case receivingHead
+        /// The entity is being worked out from the head or the first message.
+        case routing(callDeadline: Double?)
+        /// The token is being fetched; `sends` counts what went upstream before (a retry).
+        case awaitingToken(callDeadline: Double?, sends: Sends)
+        /// Sent upstream, no answer head yet.
+        case forwarding(Forwarding)
+        /// The answer's head went to the client; its body and trailers follow.
+        case relaying(Relaying)
+        /// The sidecar answered the call itself.
+        case answeredLocally(clientBodyWaits: Bool)
+        /// The client stream was reset by the sidecar; its close is awaited.
+        case reset
+        /// The client stream closed: the call is over.
+        case closed
+    }
+
+    /// How often the call went upstream.
+    struct Sends: Equatable {
+        /// 1 for the first token, 2 for the retry with a fresh one.
+        var attempt = 0
+        /// Exchanges started in all (a refused or lost one is sent again, up to `maxStarts`).
+        var starts = 0
+    }
+
+    struct Forwarding: Equatable {
+        var sends: Sends
+        /// Request body bytes this exchange took, while all are copied for a retry; nil once a
+        /// byte went that was not copied (past `replayLimit`, or on the retry itself).
+        var copied: Int?
+        /// A request body byte left in this exchange: it is not sent again if refused or lost.
+        var bodySent = false
+        /// The exchange's body pull found nothing and waits for `resumeUpstreamBody`.
+        var upstreamBodyWaits = false
+    }
+
+    struct Relaying: Equatable {
+        var responseEnded: Bool
+        var upstreamBodyWaits: Bool
+        /// The client stream's body read found nothing and waits for `resumeClientBody`.
+        var clientBodyWaits = false
+        /// Since when response bytes wait for a client that has taken none of them.
+        var waitingSince: Double?
+    }
 
     /// Why the sidecar answers a call itself.
     enum LocalAnswer: Equatable {
@@ -45,279 +103,378 @@ struct H2CallState: Equatable {
         case headTimeout
     }
 
-    enum Event: Equatable {
-        /// A header block ended: the request head first, then (once) the client's trailers.
-        case headBlockEnded(endStream: Bool)
-        /// Request body bytes arrived.
-        case data
-        /// The client ended its side with a DATA frame.
-        case dataEnded
-        /// The entity is known.
-        case routed
-        case refused(LocalAnswer)
-        case tokenArrived
-        case tokenFailed(ProxyFailure)
-        /// The upstream's response head; `retryable` when it is UNAUTHENTICATED/401 on the first
-        /// attempt and the request can still be sent again.
-        case upstreamHead(endStream: Bool, retryable: Bool)
-        /// The upstream's response ended (DATA END_STREAM or trailers).
-        case upstreamEnded
-        /// Response bytes from the upstream are buffered for the client.
-        case responseBytes(now: Double)
-        /// The client took response bytes; `drained` when none are left buffered.
-        case responseTaken(now: Double, drained: Bool)
-        /// The upstream stream's body provider found no request bytes and waits.
-        case upstreamBodyStalled
-        /// The client stream's body provider found no response bytes and waits.
-        case clientBodyStalled
-        case upstreamFailed(ProxyFailure)
-        /// A timer fired (or any moment): answers the call if one of its deadlines passed.
-        case tick(now: Double)
-        /// Our answer's END_STREAM went out to the client.
-        case answerSent
-        /// The client stream closed (normally or reset).
-        case streamClosed
+    /// The sidecar's own answer: cancel the call's timer and its upstream exchange (if
+    /// `cancelUpstream`), release its buffers, answer `why`.
+    struct Answer: Equatable {
+        let why: LocalAnswer
+        let cancelUpstream: Bool
     }
 
-    enum Action: Equatable {
-        /// Read what the client sent so far and work out the entity (gRPC: the first message).
-        case route
-        case fetchToken
+    enum RequestDataAction: Equatable {
+        /// Keep it, bounded by the first message, with stream credit up to it; then route.
+        case bufferFirstMessage
+        /// Keep it for the upstream.
+        case buffer
+        /// Keep it; the upstream's body pull waits for it.
+        case bufferAndResumeUpstream
+        /// Drop it; the stream's credit is not returned (its window bounds it).
+        case discard
+    }
+
+    enum RequestEndedAction: Equatable { case route, resumeUpstreamBody }
+
+    enum RoutedAction: Equatable {
+        /// Fetch the token; arm the timer for `armTimerAt` (the call's deadline), or cancel it.
+        case fetchToken(armTimerAt: Double?)
+    }
+
+    enum TokenArrivedAction: Equatable {
+        /// Cancel the timer and start an upstream exchange.
         case startUpstream
-        /// The fresh token replaces the refused one; fetch again (`fetchToken` follows).
+    }
+
+    enum RequestBodyAction: Equatable {
+        /// Send the bytes pulled; keep a copy of them for a retry if `keepCopy`.
+        case send(keepCopy: Bool)
+        /// Send the bytes pulled (maybe none) as the request's last.
+        case end(keepCopy: Bool)
+        /// Nothing to send; wait for `resumeUpstreamBody`.
+        case wait
+    }
+
+    enum UpstreamHeaderBlockAction: Equatable {
+        /// An interim 1xx head: not the answer.
+        case skipInterim
+        /// Cancel the exchange, put the sent bytes back, drop the refused token and fetch a
+        /// fresh one: the client never sees this answer.
         case retryWithFreshToken
         case relayHead(endStream: Bool)
-        /// The client stream's body provider waited: response bytes (or the end) are there.
-        case resumeClientBody
-        /// The upstream stream's body provider waited: request bytes (or the end) are there.
-        case resumeUpstreamBody
-        /// Keep the request bytes for the upstream.
-        case buffer
-        /// Drop request bytes; the stream's credit is not returned (its window bounds them).
-        case discard
-        case answer(LocalAnswer)
+        /// The answer's trailers: keep them for the end of the body; resume the client body
+        /// if it waited.
+        case keepTrailers(resumeClientBody: Bool)
+    }
+
+    enum UpstreamDataEndedAction: Equatable { case resumeClientBody }
+
+    enum ResponseBytesAction: Equatable {
+        /// Buffer them for the client; resume its body read if it waited; arm the timer for
+        /// `armTimerAt` if set.
+        case keep(resumeClientBody: Bool, armTimerAt: Double?)
+        /// Nobody takes them: give their credit back at once.
+        case drop
+    }
+
+    enum ResponseReadAction: Equatable {
+        case send
+        /// The answer's last bytes (maybe none), then its trailers if any were kept.
+        case end
+        /// Nothing to send; wait for `resumeClientBody`.
+        case wait
+    }
+
+    enum UpstreamClosedAction: Equatable {
+        /// Start a new exchange for the same attempt.
+        case resend
+        case answer(Answer)
+        /// Reset the client stream (the answer was cut short).
         case resetClient(errorCode: UInt32)
-        case cancelUpstream
-        /// Arm the call's timer for `at` (monotonic seconds), replacing any earlier one.
+    }
+
+    enum TickAction: Equatable {
         case armTimer(at: Double)
-        case cancelTimer
-        case releaseBuffers
-        /// Write the call record. Exactly once per call.
-        case finish
+        case answer(Answer)
+        /// The client took nothing for `ioTimeout`: reset its stream (CANCEL) and cancel the
+        /// upstream exchange.
+        case resetStalledClient
+    }
+
+    enum AnswerSentAction: Equatable {
+        /// RFC 9113 §8.1: after a complete answer the server may reset a request still open
+        /// with NO_ERROR, so a client that keeps sending stops.
+        case resetClient(errorCode: UInt32)
+    }
+
+    enum StreamClosedAction: Equatable {
+        /// Cancel the timer (and the upstream exchange), release the buffers, write the call
+        /// record.
+        case finish(cancelUpstream: Bool)
     }
 
     static let noError: UInt32 = 0
     static let internalError: UInt32 = 2
     static let cancel: UInt32 = 8
+    /// Exchanges started for one call at most (a refused or lost one is sent again).
+    static let maxStarts = 3
+    /// Request bytes copied for a retry with a fresh token at most.
+    static let replayLimit = 64 * 1024
 
-    private(set) var phase: Phase = .receivingHead
+    private(set) var state: State = .receivingHead
+    /// The client ended its side (END_STREAM on the head, DATA or trailers).
     private(set) var requestEnded = false
-    private(set) var responseEnded = false
-    /// Attempts sent upstream (a retry with a fresh token is the second).
-    private(set) var attempts = 0
-    private(set) var headerBlocks = 0
-    /// Set by `streamClosed`: the call is over for both sides.
-    private(set) var streamGone = false
-    /// The upstream stream's body provider is waiting for request bytes.
-    private(set) var upstreamBodyStalled = false
-    /// The client stream's body provider is waiting for response bytes.
-    private(set) var clientBodyStalled = false
     /// The head and first message must be complete by this time.
     let headDeadline: Double
     /// A relayed answer the client takes nothing of for this long is reset (a client that
     /// stopped reading must not hold its upstream stream and buffers for ever).
     let ioTimeout: Double
-    /// Since when response bytes wait for a client that has taken none of them (nil: none wait).
-    private(set) var responseWaitingSince: Double?
-    /// From `grpc-timeout`: the call must be forwarded by this time (nil: no deadline).
-    private(set) var callDeadline: Double?
 
     init(now: Double, headTimeout: Double, ioTimeout: Double = 30) {
         headDeadline = now + headTimeout
         self.ioTimeout = ioTimeout
     }
 
-    /// What the request head says, before its `headBlockEnded`: `grpc-timeout` sets the time
-    /// by which the call must be forwarded.
-    mutating func setCallDeadline(_ at: Double?) {
-        guard phase == .receivingHead else { return }
-        callDeadline = at
+    /// The next header block from the client is the request head (any later one: trailers).
+    var awaitsRequestHead: Bool { state == .receivingHead }
+
+    /// A call being routed reads more of its first message.
+    var isRouting: Bool { if case .routing = state { return true } else { return false } }
+
+    // MARK: The client's request
+
+    /// The request head ended; `callDeadline` (from `grpc-timeout`) is when the call must be
+    /// forwarded by. Returns when to arm the call's timer; route the call.
+    mutating func requestHeadEnded(endStream: Bool, callDeadline: Double?) -> Double? {
+        guard state == .receivingHead else { return nil }
+        if endStream { requestEnded = true }
+        state = .routing(callDeadline: callDeadline)
+        return min(headDeadline, callDeadline ?? .infinity)
     }
 
-    /// Nothing more goes either way between the client and the upstream.
-    var isFinished: Bool { phase == .answeredLocally || phase == .closed }
-
-    /// Feeds one event; returns what the owner must do, in order.
-    mutating func handle(_ event: Event) -> [Action] {
-        if streamGone { return event == .data ? [.discard] : [] }
-        switch event {
-        case .headBlockEnded(let endStream):
-            headerBlocks += 1
-            if endStream { requestEnded = true }
-            if headerBlocks == 1 {
-                guard phase == .receivingHead else { return [] }
-                phase = .routing
-                return [.armTimer(at: nextTimer), .route]
-            }
-            // Trailers from the client: they end the request and are never forwarded.
-            requestEnded = true
-            switch phase {
-            case .routing: return [.route]
-            case .forwarding, .relaying: return resumeUpstreamIfStalled()
-            default: return []
-            }
-
-        case .data:
-            switch phase {
-            case .routing: return [.buffer, .route]
-            case .awaitingToken, .retrying: return [.buffer]
-            case .forwarding, .relaying:
-                // Whole literals, not concatenations: a constant array literal is made once,
-                // statically, and an event on every frame allocates nothing.
-                return resumeUpstreamIfStalled().isEmpty ? [.buffer] : [.buffer, .resumeUpstreamBody]
-            case .receivingHead, .answeredLocally, .closed: return [.discard]
-            }
-
-        case .dataEnded:
-            requestEnded = true
-            switch phase {
-            case .routing: return [.route]
-            case .forwarding, .relaying: return resumeUpstreamIfStalled()
-            default: return []
-            }
-
-        case .upstreamBodyStalled:
-            guard phase == .forwarding || phase == .relaying else { return [] }
-            upstreamBodyStalled = true
-            return []
-
-        case .clientBodyStalled:
-            guard phase == .relaying || phase == .answeredLocally else { return [] }
-            clientBodyStalled = true
-            return []
-
-        case .responseBytes(let now):
-            guard phase == .relaying else { return [] }
-            var actions = resumeClientIfStalled()
-            if responseWaitingSince == nil {
-                responseWaitingSince = now
-                actions.append(.armTimer(at: now + ioTimeout))
-            }
-            return actions
-
-        case .responseTaken(let now, let drained):
-            guard phase == .relaying, responseWaitingSince != nil else { return [] }
-            responseWaitingSince = drained ? nil : now
-            return []
-
-        case .routed:
-            guard phase == .routing else { return [] }
-            phase = .awaitingToken
-            return [callDeadline.map { .armTimer(at: $0) } ?? .cancelTimer, .fetchToken]
-
-        case .refused(let why):
-            return answer(why)
-
-        case .tokenFailed(let failure):
-            guard phase == .awaitingToken || phase == .retrying else { return [] }
-            return answer(.failure(failure))
-
-        case .tokenArrived:
-            guard phase == .awaitingToken || phase == .retrying else { return [] }
-            phase = .forwarding
-            attempts += 1
-            upstreamBodyStalled = false
-            return [.cancelTimer, .startUpstream]
-
-        case .upstreamHead(let endStream, let retryable):
-            guard phase == .forwarding else { return [] }
-            if retryable && attempts == 1 {
-                phase = .retrying
-                return [.retryWithFreshToken, .fetchToken]
-            }
-            phase = .relaying
-            if endStream { responseEnded = true }
-            return endStream ? [.relayHead(endStream: true)] : [.relayHead(endStream: false)]
-
-        case .upstreamEnded:
-            guard phase == .relaying, !responseEnded else { return [] }
-            responseEnded = true
-            return resumeClientIfStalled()
-
-        case .upstreamFailed(let failure):
-            switch phase {
-            case .forwarding, .retrying, .awaitingToken: return answer(.failure(failure))
-            case .relaying:
-                phase = .closed
-                return [.resetClient(errorCode: Self.internalError)]
-            default: return []
-            }
-
-        case .tick(let now):
-            switch phase {
-            case .receivingHead, .routing:
-                if let callDeadline, now >= callDeadline { return answer(.deadline) }
-                if now >= headDeadline { return answer(.headTimeout) }
-                return [.armTimer(at: nextTimer)]
-            case .awaitingToken, .retrying:
-                if let callDeadline, now >= callDeadline { return answer(.deadline) }
-                return callDeadline.map { [.armTimer(at: $0)] } ?? []
-            case .relaying:
-                guard let since = responseWaitingSince else { return [] }
-                guard now >= since + ioTimeout else { return [.armTimer(at: since + ioTimeout)] }
-                phase = .closed
-                return [.resetClient(errorCode: Self.cancel), .cancelUpstream]
-            default:
-                return []
-            }
-
-        case .answerSent:
-            // RFC 9113 §8.1: after a complete answer the server may reset a request still open
-            // with NO_ERROR, so a client that keeps sending stops (its DATA is discarded meanwhile).
-            guard phase == .answeredLocally, !requestEnded else { return [] }
-            return [.resetClient(errorCode: Self.noError)]
-
-        case .streamClosed:
-            streamGone = true
-            let wasForwarded = phase == .forwarding || phase == .relaying || phase == .retrying
-            phase = .closed
-            return wasForwarded ? [.cancelTimer, .cancelUpstream, .releaseBuffers, .finish] : [.cancelTimer, .releaseBuffers, .finish]
+    /// The client ended its side: DATA END_STREAM, or trailers (never forwarded).
+    mutating func requestEndReceived() -> RequestEndedAction? {
+        guard state != .closed else { return nil }
+        requestEnded = true
+        switch state {
+        case .routing: return .route
+        case .forwarding(var forwarding):
+            guard forwarding.upstreamBodyWaits else { return nil }
+            forwarding.upstreamBodyWaits = false
+            state = .forwarding(forwarding)
+            return .resumeUpstreamBody
+        case .relaying(var relaying):
+            guard relaying.upstreamBodyWaits else { return nil }
+            relaying.upstreamBodyWaits = false
+            state = .relaying(relaying)
+            return .resumeUpstreamBody
+        case .receivingHead, .awaitingToken, .answeredLocally, .reset, .closed: return nil
         }
     }
 
-    private mutating func resumeUpstreamIfStalled() -> [Action] {
-        guard upstreamBodyStalled else { return [] }
-        upstreamBodyStalled = false
-        return [.resumeUpstreamBody]
-    }
-
-    private mutating func resumeClientIfStalled() -> [Action] {
-        guard clientBodyStalled else { return [] }
-        clientBodyStalled = false
-        return [.resumeClientBody]
-    }
-
-    /// The sidecar answers the call itself (only before a response head went to the client).
-    private mutating func answer(_ why: LocalAnswer) -> [Action] {
-        switch phase {
-        case .relaying, .answeredLocally, .closed: return []
-        default: break
+    mutating func requestData() -> RequestDataAction {
+        switch state {
+        case .routing: return .bufferFirstMessage
+        case .awaitingToken: return .buffer
+        case .forwarding(var forwarding):
+            guard forwarding.upstreamBodyWaits else { return .buffer }
+            forwarding.upstreamBodyWaits = false
+            state = .forwarding(forwarding)
+            return .bufferAndResumeUpstream
+        case .relaying(var relaying):
+            guard relaying.upstreamBodyWaits else { return .buffer }
+            relaying.upstreamBodyWaits = false
+            state = .relaying(relaying)
+            return .bufferAndResumeUpstream
+        case .receivingHead, .answeredLocally, .reset, .closed: return .discard
         }
-        let wasUpstream = phase == .forwarding || phase == .retrying
-        phase = .answeredLocally
-        responseEnded = true
-        var actions: [Action] = [.cancelTimer]
-        if wasUpstream { actions.append(.cancelUpstream) }
-        actions.append(.releaseBuffers)
-        actions.append(.answer(why))
-        return actions
     }
 
-    /// The earlier of the deadlines that apply to the current phase.
-    private var nextTimer: Double {
-        switch phase {
-        case .receivingHead, .routing: return min(headDeadline, callDeadline ?? .infinity)
-        default: return callDeadline ?? .infinity
+    // MARK: Routing and the token
+
+    /// The entity is known.
+    mutating func routed() -> RoutedAction? {
+        guard case .routing(let deadline) = state else { return nil }
+        state = .awaitingToken(callDeadline: deadline, sends: Sends())
+        return .fetchToken(armTimerAt: deadline)
+    }
+
+    /// The sidecar answers the call itself (only before an answer head went to the client).
+    mutating func refused(_ why: LocalAnswer) -> Answer? {
+        answer(why)
+    }
+
+    mutating func tokenArrived() -> TokenArrivedAction? {
+        guard case .awaitingToken(_, var sends) = state else { return nil }
+        sends.attempt += 1
+        sends.starts += 1
+        state = .forwarding(Forwarding(sends: sends, copied: sends.attempt == 1 ? 0 : nil))
+        return .startUpstream
+    }
+
+    mutating func tokenFailed(_ failure: ProxyFailure) -> Answer? {
+        guard case .awaitingToken = state else { return nil }
+        return answer(.failure(failure))
+    }
+
+    // MARK: The upstream exchange
+
+    /// The upstream exchange pulled `count` request body bytes; `remaining` are still held.
+    mutating func requestBodyRead(count: Int, remaining: Int) -> RequestBodyAction {
+        var keepCopy = false
+        switch state {
+        case .forwarding(var forwarding):
+            if count > 0 {
+                forwarding.bodySent = true
+                if let copied = forwarding.copied, copied + count <= Self.replayLimit {
+                    forwarding.copied = copied + count
+                    keepCopy = true
+                } else {
+                    forwarding.copied = nil
+                }
+            }
+            if count <= 0 && !(remaining == 0 && requestEnded) { forwarding.upstreamBodyWaits = true }
+            state = .forwarding(forwarding)
+        case .relaying(var relaying):
+            guard count <= 0 && !(remaining == 0 && requestEnded) else { break }
+            relaying.upstreamBodyWaits = true
+            state = .relaying(relaying)
+        case .receivingHead, .routing, .awaitingToken, .answeredLocally, .reset, .closed:
+            break
         }
+        if remaining == 0 && requestEnded { return .end(keepCopy: keepCopy) }
+        return count > 0 ? .send(keepCopy: keepCopy) : .wait
+    }
+
+    /// A header block of the answer. `informational`: its `:status` is 1xx; `unauthenticated`:
+    /// gRPC status 16 or HTTP 401.
+    mutating func upstreamHeaderBlock(endStream: Bool, informational: Bool, unauthenticated: Bool) -> UpstreamHeaderBlockAction? {
+        switch state {
+        case .forwarding(let forwarding):
+            if informational { return .skipInterim }
+            // A revoked or rotated token: one more try with a fresh one, unseen by the client,
+            // if every byte sent so far was kept.
+            if unauthenticated && endStream && forwarding.sends.attempt == 1 && forwarding.copied != nil {
+                state = .awaitingToken(callDeadline: nil, sends: forwarding.sends)
+                return .retryWithFreshToken
+            }
+            state = .relaying(Relaying(responseEnded: endStream, upstreamBodyWaits: forwarding.upstreamBodyWaits))
+            return .relayHead(endStream: endStream)
+        case .relaying(var relaying):
+            guard !relaying.responseEnded else { return nil }
+            let resume = relaying.clientBodyWaits
+            relaying.responseEnded = true
+            relaying.clientBodyWaits = false
+            state = .relaying(relaying)
+            return .keepTrailers(resumeClientBody: resume)
+        case .receivingHead, .routing, .awaitingToken, .answeredLocally, .reset, .closed:
+            return nil
+        }
+    }
+
+    mutating func upstreamDataEnded() -> UpstreamDataEndedAction? {
+        guard case .relaying(var relaying) = state, !relaying.responseEnded else { return nil }
+        let resume = relaying.clientBodyWaits
+        relaying.responseEnded = true
+        relaying.clientBodyWaits = false
+        state = .relaying(relaying)
+        return resume ? .resumeClientBody : nil
+    }
+
+    /// Response body bytes arrived from the upstream.
+    mutating func responseBytes(now: Double) -> ResponseBytesAction {
+        guard case .relaying(var relaying) = state else { return .drop }
+        let resume = relaying.clientBodyWaits
+        relaying.clientBodyWaits = false
+        var armTimerAt: Double?
+        if relaying.waitingSince == nil {
+            relaying.waitingSince = now
+            armTimerAt = now + ioTimeout
+        }
+        state = .relaying(relaying)
+        return .keep(resumeClientBody: resume, armTimerAt: armTimerAt)
+    }
+
+    /// The client stream's body read took `count` response bytes; `remaining` are still held.
+    mutating func responseRead(count: Int, remaining: Int, now: Double) -> ResponseReadAction {
+        switch state {
+        case .relaying(var relaying):
+            if count > 0, relaying.waitingSince != nil { relaying.waitingSince = remaining == 0 ? nil : now }
+            if remaining == 0 && relaying.responseEnded { state = .relaying(relaying); return .end }
+            if count <= 0 { relaying.clientBodyWaits = true }
+            state = .relaying(relaying)
+        case .answeredLocally:
+            if remaining == 0 { return .end }
+            if count <= 0 { state = .answeredLocally(clientBodyWaits: true) }
+        case .receivingHead, .routing, .awaitingToken, .forwarding, .reset, .closed:
+            break
+        }
+        return count > 0 ? .send : .wait
+    }
+
+    /// The upstream exchange ended (`end` says how).
+    mutating func upstreamClosed(_ end: UpstreamEnd) -> UpstreamClosedAction? {
+        switch (state, end) {
+        case (_, .completed):
+            return nil
+        case (.forwarding(var forwarding), .refused(let failure)), (.forwarding(var forwarding), .connectionLost(let failure)):
+            // Nothing of it reached the upstream that could have been acted on: send it again.
+            guard forwarding.bodySent || forwarding.sends.starts >= Self.maxStarts else {
+                forwarding.sends.starts += 1
+                forwarding.upstreamBodyWaits = false
+                state = .forwarding(forwarding)
+                return .resend
+            }
+            return answer(.failure(failure), cancelUpstream: false).map { .answer($0) }
+        case (.forwarding, .failed(let failure)):
+            return answer(.failure(failure), cancelUpstream: false).map { .answer($0) }
+        case (.relaying, _):
+            state = .reset
+            return .resetClient(errorCode: Self.internalError)
+        default:
+            return nil
+        }
+    }
+
+    // MARK: Time, the answer's end and the stream's close
+
+    /// A timer fired (or any moment): answers the call if one of its deadlines passed.
+    mutating func tick(now: Double) -> TickAction? {
+        switch state {
+        case .routing(let callDeadline):
+            if let callDeadline, now >= callDeadline { return answer(.deadline).map { .answer($0) } }
+            if now >= headDeadline { return answer(.headTimeout).map { .answer($0) } }
+            return .armTimer(at: min(headDeadline, callDeadline ?? .infinity))
+        case .awaitingToken(let callDeadline?, _):
+            if now >= callDeadline { return answer(.deadline).map { .answer($0) } }
+            return .armTimer(at: callDeadline)
+        case .relaying(let relaying):
+            guard let since = relaying.waitingSince else { return nil }
+            guard now >= since + ioTimeout else { return .armTimer(at: since + ioTimeout) }
+            state = .reset
+            return .resetStalledClient
+        case .receivingHead, .awaitingToken, .forwarding, .answeredLocally, .reset, .closed:
+            return nil
+        }
+    }
+
+    /// Our answer's END_STREAM went out to the client.
+    mutating func answerSent() -> AnswerSentAction? {
+        guard case .answeredLocally = state, !requestEnded else { return nil }
+        return .resetClient(errorCode: Self.noError)
+    }
+
+    /// The client stream closed (normally or reset).
+    mutating func streamClosed() -> StreamClosedAction? {
+        let upstream: Bool
+        switch state {
+        case .closed: return nil
+        case .forwarding, .relaying: upstream = true
+        case .receivingHead, .routing, .awaitingToken, .answeredLocally, .reset: upstream = false
+        }
+        state = .closed
+        return .finish(cancelUpstream: upstream)
+    }
+
+    /// The sidecar answers the call itself (only before an answer head went to the client).
+    private mutating func answer(_ why: LocalAnswer) -> Answer? {
+        if case .forwarding = state { return answer(why, cancelUpstream: true) }
+        return answer(why, cancelUpstream: false)
+    }
+
+    private mutating func answer(_ why: LocalAnswer, cancelUpstream: Bool) -> Answer? {
+        switch state {
+        case .relaying, .answeredLocally, .reset, .closed: return nil
+        case .receivingHead, .routing, .awaitingToken, .forwarding: break
+        }
+        state = .answeredLocally(clientBodyWaits: false)
+        return Answer(why: why, cancelUpstream: cancelUpstream)
     }
 }

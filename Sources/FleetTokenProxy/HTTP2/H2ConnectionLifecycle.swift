@@ -1,81 +1,120 @@
-/// The life of one HTTP/2 connection as a pure state machine (after swift-nio-http2's
+/// The life of one HTTP/2 client connection as a pure state machine (after swift-nio-http2's
 /// server connection management): active → draining (GOAWAY sent with the last stream id the
-/// sidecar took, streams below it finishing) → closed. The connection feeds it stream opens and
-/// closes, drain requests and the peer's GOAWAY, and carries out the actions.
+/// sidecar took, streams below it finishing) → closing (once what is queued is written) →
+/// closed. The connection feeds it stream opens and closes, drain requests, the peer's GOAWAY
+/// and the session's end, and carries out what each returns (docs/CONTRACT.md §7).
 ///
-/// | state    | event                         | next state | actions                                |
+/// | state    | event                         | next state | action                                 |
 /// |----------|-------------------------------|------------|----------------------------------------|
 /// | active   | streamOpened                  | active     | accept                                 |
-/// | active   | drain(last)                   | draining   | sendGoAway(last); close if no streams  |
-/// | active   | peerGoAway                    | draining   | close if no streams                    |
+/// | active   | drain(last)                   | draining   | sendGoAway(last)                       |
+/// | active   | drain(last), no streams       | closing    | sendGoAway(last), then close           |
+/// | active   | peerGoAway                    | draining   | —                                      |
+/// | active   | peerGoAway, no streams        | closing    | closeWhenWritten                       |
 /// | draining | streamOpened (id ≤ last)      | draining   | accept                                 |
 /// | draining | streamOpened (id > last)      | draining   | refuse (REFUSED_STREAM)                |
-/// | draining | streamClosed, none left       | draining   | close                                  |
-/// | draining | drain / peerGoAway            | draining   | none                                   |
-/// | any      | sessionEnded / failed         | closed     | close                                  |
-/// | closed   | anything                      | closed     | none (streamOpened: refuse)            |
+/// | draining | streamClosed, none left       | closing    | closeWhenWritten                       |
+/// | draining | drain / peerGoAway            | draining   | —                                      |
+/// | closing  | streamOpened                  | closing    | refuse                                 |
+/// | any      | sessionEnded                  | closed     | close                                  |
+/// | closed   | streamOpened                  | closed     | refuse                                 |
+/// | closed   | anything else                 | closed     | —                                      |
 struct H2ConnectionLifecycle: Equatable {
     enum State: Equatable {
-        case active
+        case active(openStreams: Int)
         /// `lastStreamID`: the highest stream the connection still serves.
-        case draining(lastStreamID: Int32)
+        case draining(lastStreamID: Int32, openStreams: Int)
+        /// Nothing is left to serve: close once what is queued has been written.
+        case closing
         case closed
     }
 
-    enum Action: Equatable {
-        case accept
-        case refuse
-        /// Send GOAWAY (NO_ERROR) naming `lastStreamID`, keep reading for the open streams.
-        case sendGoAway(lastStreamID: Int32)
+    enum StreamDecision: Equatable { case accept, refuse }
+
+    enum CloseAction: Equatable {
         /// Close once what is queued has been written.
+        case closeWhenWritten
+    }
+
+    enum DrainAction: Equatable {
+        /// Send GOAWAY (NO_ERROR) naming `lastStreamID`; keep reading for the open streams, or
+        /// close once it is written if `close`.
+        case sendGoAway(lastStreamID: Int32, close: Bool)
+    }
+
+    enum SessionEndAction: Equatable {
+        /// Free the connection now (first end only).
         case close
     }
 
-    private(set) var state: State = .active
-    private(set) var openStreams = 0
+    private(set) var state: State = .active(openStreams: 0)
 
-    var isDraining: Bool { if case .draining = state { return true } else { return false } }
-
-    mutating func streamOpened(_ id: Int32) -> [Action] {
+    var openStreams: Int {
         switch state {
-        case .active:
-            openStreams += 1
-            return [.accept]
-        case .draining(let last):
-            guard id <= last else { return [.refuse] }
-            openStreams += 1
-            return [.accept]
-        case .closed:
-            return [.refuse]
+        case .active(let open), .draining(_, let open): return open
+        case .closing, .closed: return 0
+        }
+    }
+
+    var isClosed: Bool { state == .closed }
+    /// The connection closes as soon as its output is written.
+    var closesWhenWritten: Bool { state == .closing }
+
+    mutating func streamOpened(_ id: Int32) -> StreamDecision {
+        switch state {
+        case .active(let open):
+            state = .active(openStreams: open + 1)
+            return .accept
+        case .draining(let last, let open):
+            guard id <= last else { return .refuse }
+            state = .draining(lastStreamID: last, openStreams: open + 1)
+            return .accept
+        case .closing, .closed:
+            return .refuse
         }
     }
 
     /// A stream that `streamOpened` accepted has closed.
-    mutating func streamClosed() -> [Action] {
-        guard openStreams > 0 else { return [] }
-        openStreams -= 1
-        return isDraining && openStreams == 0 ? [.close] : []
+    mutating func streamClosed() -> CloseAction? {
+        switch state {
+        case .active(let open):
+            state = .active(openStreams: max(0, open - 1))
+            return nil
+        case .draining(let last, let open):
+            guard open > 1 else {
+                state = .closing
+                return .closeWhenWritten
+            }
+            state = .draining(lastStreamID: last, openStreams: open - 1)
+            return nil
+        case .closing, .closed:
+            return nil
+        }
     }
 
     /// The sidecar stops taking streams past `lastProcessedStreamID` (SIGTERM).
-    mutating func drain(lastProcessedStreamID: Int32) -> [Action] {
-        guard state == .active else { return [] }
-        state = .draining(lastStreamID: max(0, lastProcessedStreamID))
-        return [.sendGoAway(lastStreamID: max(0, lastProcessedStreamID))] + (openStreams == 0 ? [.close] : [])
+    mutating func drain(lastProcessedStreamID: Int32) -> DrainAction? {
+        guard case .active(let open) = state else { return nil }
+        let last = max(0, lastProcessedStreamID)
+        state = open == 0 ? .closing : .draining(lastStreamID: last, openStreams: open)
+        return .sendGoAway(lastStreamID: last, close: open == 0)
     }
 
     /// The client sent GOAWAY: it opens no more streams; close when its streams are done.
-    mutating func peerGoAway() -> [Action] {
-        guard state == .active else { return [] }
-        state = .draining(lastStreamID: .max)
-        return openStreams == 0 ? [.close] : []
+    mutating func peerGoAway() -> CloseAction? {
+        guard case .active(let open) = state else { return nil }
+        guard open == 0 else {
+            state = .draining(lastStreamID: .max, openStreams: open)
+            return nil
+        }
+        state = .closing
+        return .closeWhenWritten
     }
 
     /// The session has nothing left to read or write, or the connection broke.
-    mutating func sessionEnded() -> [Action] {
-        guard state != .closed else { return [] }
+    mutating func sessionEnded() -> SessionEndAction? {
+        guard state != .closed else { return nil }
         state = .closed
-        openStreams = 0
-        return [.close]
+        return .close
     }
 }

@@ -5,11 +5,12 @@ import Logging
 /// One client connection speaking HTTP/2 (h2c with prior knowledge, as a gRPC client's
 /// insecure channel does) to the sidecar.
 ///
-/// Each stream is an `H2Call`: its entity is worked out from the gRPC method and first request
-/// message (or the REST path), its token attached, and it is forwarded on a stream of a shared
-/// upstream HTTP/2 connection. A thin I/O shell: where each call stands is its `H2CallState`,
+/// Each stream is the client half of a call (`H2ClientCall`): its entity is worked out from the
+/// gRPC method and first request message (or the REST path), its token attached, and it is
+/// forwarded through an `UpstreamExchange` the upstream pool starts (a stream of a shared
+/// upstream HTTP/2 connection). A thin I/O shell: where each call stands is its `H2CallState`,
 /// where the connection stands is its `H2ConnectionLifecycle`; this class feeds them what
-/// nghttp2 and the upstream report and carries out the actions they return.
+/// nghttp2 and the upstream exchange report and carries out what they return.
 ///
 /// Memory: request bytes a call holds count against `limits.maxConnectionBufferedBytes` (this
 /// connection) and `core.bufferBudget` (the process); connection-level flow-control credit goes
@@ -21,11 +22,9 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
     private var session: H2Session!
     private let core: ProxyCore
     private unowned let server: ProxyServer
-    private var calls = H2StreamTable<H2Call>()
+    private var calls = H2StreamTable<H2ClientCall>()
     private var lifecycle = H2ConnectionLifecycle()
     private var logger: Logger
-    private var closed = false
-    private var closeWhenWritten = false
     /// Runs `flush()` once after the current callbacks, for frames queued from outside this
     /// connection's own read (the upstream's answers, a token that arrived).
     private var flushWakeup: LoopWakeup!
@@ -38,7 +37,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
     private var fetchingStream: Int32 = 0
     /// Calls whose machine asked for a timer since the last flush. The timer is armed at the
     /// flush, if still wanted: a call routed or answered in the same callbacks never makes one.
-    private var timersToArm: [H2Call] = []
+    private var timersToArm: [H2ClientCall] = []
     let id: Int
 
     /// Takes over `transport` from the HTTP/1.1 connection that saw the HTTP/2 preface. Reads
@@ -65,16 +64,11 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
     }
 
     func close(reason: String) {
-        guard !closed else { return }
-        closed = true
-        _ = lifecycle.sessionEnded()
+        guard case .close = lifecycle.sessionEnded() else { return }
         let open = calls.values
         calls.removeAll()
         timersToArm.removeAll()
-        for call in open {
-            apply(call.state.handle(.streamClosed), to: call)
-            call.client = nil
-        }
+        for call in open { streamClosed(call) }
         logger.trace("connection closed", metadata: ["reason": "\(reason)"])
         flushWakeup.cancel()
         session.close()
@@ -85,25 +79,28 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
     /// Stops taking new streams: GOAWAY with the last stream taken; the streams up to it
     /// finish (the server's drain timeout bounds them), then the connection closes.
     func drain() {
-        perform(lifecycle.drain(lastProcessedStreamID: session.lastProcessedStreamID))
+        switch lifecycle.drain(lastProcessedStreamID: session.lastProcessedStreamID) {
+        case .sendGoAway(let last, let close)?:
+            session.goAway(lastStreamID: last)
+            if close { flushSoon() }
+        case nil:
+            break
+        }
         flush()
     }
 
-    private func perform(_ actions: [H2ConnectionLifecycle.Action]) {
-        for action in actions {
-            switch action {
-            case .accept: break
-            case .refuse: break // the caller resets the stream
-            case .sendGoAway(let last): session.goAway(lastStreamID: last)
-            case .close: closeWhenWritten = true; flushSoon()
-            }
+    /// Closes once what is queued is written (`flush` sees the lifecycle's closing state).
+    private func perform(_ action: H2ConnectionLifecycle.CloseAction?) {
+        switch action {
+        case .closeWhenWritten?: flushSoon()
+        case nil: break
         }
     }
 
     // MARK: TransportDelegate
 
     func transportReadable(_ transport: Transport) {
-        guard !closed else { return }
+        guard !lifecycle.isClosed else { return }
         do {
             try session.receiveInput()
         } catch {
@@ -131,13 +128,13 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
     /// Writes what nghttp2 has queued; closes when neither side has anything left to say, or
     /// when the lifecycle said so and all is written.
     func flush() {
-        guard !closed else { return }
+        guard !lifecycle.isClosed else { return }
         session.flush()
         armTimers()
         guard transport.outputLength == 0 else { return }
         if !session.isAlive {
             close(reason: "session ended")
-        } else if closeWhenWritten && !session.wantsWrite {
+        } else if lifecycle.closesWhenWritten && !session.wantsWrite {
             close(reason: "drained")
         }
     }
@@ -145,7 +142,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
     /// Flushes after the current callbacks (from the other connection's callbacks), once
     /// however often it is asked: the answers of many streams leave in one write.
     func flushSoon() {
-        guard !closed else { return }
+        guard !lifecycle.isClosed else { return }
         flushWakeup.soon()
     }
 
@@ -153,24 +150,27 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
 
     func h2BeginHeaders(stream: Int32) {
         guard calls[stream] == nil else { return } // trailers: the call's machine hears of them at their end
-        guard lifecycle.streamOpened(stream) == [.accept] else {
+        switch lifecycle.streamOpened(stream) {
+        case .accept:
+            break
+        case .refuse:
             session.resetStream(stream, errorCode: UInt32(NGHTTP2_REFUSED_STREAM.rawValue))
             return
         }
         core.statistics.calls += 1
         let now = core.clock.monotonicNow
-        let call = H2Call(clientStream: stream, client: self,
-                          state: H2CallState(now: now, headTimeout: core.limits.headTimeout, ioTimeout: core.limits.ioTimeout),
-                          record: CallRecord(protocolName: "h2", started: now))
+        let call = H2ClientCall(clientStream: stream, connection: self,
+                                state: H2CallState(now: now, headTimeout: core.limits.headTimeout, ioTimeout: core.limits.ioTimeout),
+                                record: CallRecord(protocolName: "h2", started: now))
         calls[stream] = call
     }
 
     /// Takes what the sidecar reads from the request head, and keeps the fields it forwards.
-    private func readRequestHead(_ call: H2Call, _ fields: H2HeaderList) {
+    private func readRequestHead(_ call: H2ClientCall, _ fields: H2HeaderList) {
         fields.forEach { name, value in readRequestField(call, name: name, value: value) }
     }
 
-    private func readRequestField(_ call: H2Call, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    private func readRequestField(_ call: H2ClientCall, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
         // Fields stay bytes: only the few the sidecar reads become values of their own.
         if name.first == UInt8(ascii: ":") {
             if H2HeaderList.equal(name, ":method") {
@@ -185,7 +185,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         } else if H2HeaderList.equal(name, "grpc-encoding") {
             call.grpcEncoding = String(decoding: value, as: UTF8.self)
         } else if H2HeaderList.equal(name, "grpc-timeout") {
-            call.grpcTimeout = H2Call.grpcTimeout(String(decoding: value, as: UTF8.self))
+            call.grpcTimeout = H2ClientCall.grpcTimeout(String(decoding: value, as: UTF8.self))
         } else if HopByHop.dropFromH2Request(name) {
             return
         }
@@ -194,15 +194,20 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
 
     func h2HeadersEnded(stream: Int32, fields: H2HeaderList, endStream: Bool) {
         guard let call = calls[stream] else { return }
-        // Only the request head is read: trailers are never forwarded (nor their grpc-timeout).
-        if call.state.phase == .receivingHead {
-            readRequestHead(call, fields)
-            call.record.protocolName = call.isGRPC ? "grpc" : "h2"
-            call.record.method = call.method
-            call.record.target = call.path
-            call.state.setCallDeadline(call.grpcTimeout.map { core.clock.monotonicNow + $0 })
+        // Only the request head is read: trailers end the request and are never forwarded
+        // (nor their grpc-timeout).
+        guard call.state.awaitsRequestHead else {
+            requestEnded(call)
+            return
         }
-        apply(call.state.handle(.headBlockEnded(endStream: endStream)), to: call)
+        readRequestHead(call, fields)
+        call.record.protocolName = call.isGRPC ? "grpc" : "h2"
+        call.record.method = call.method
+        call.record.target = call.path
+        let deadline = call.grpcTimeout.map { core.clock.monotonicNow + $0 }
+        guard let timerAt = call.state.requestHeadEnded(endStream: endStream, callDeadline: deadline) else { return }
+        armTimer(call, at: timerAt)
+        route(call)
     }
 
     func h2Data(stream: Int32, bytes: UnsafeRawBufferPointer) {
@@ -210,42 +215,70 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
             session.consumeConnection(count: bytes.count)
             return
         }
-        apply(call.state.handle(.data), to: call, data: bytes)
+        switch call.state.requestData() {
+        case .bufferFirstMessage:
+            if buffer(call, bytes, firstMessage: true) { route(call) }
+        case .buffer:
+            buffer(call, bytes, firstMessage: false)
+        case .bufferAndResumeUpstream:
+            if buffer(call, bytes, firstMessage: false) { call.upstream?.resumeRequestBody() }
+        case .discard:
+            session.consumeConnection(count: bytes.count)
+        }
     }
 
     func h2DataEnded(stream: Int32) {
         guard let call = calls[stream] else { return }
-        apply(call.state.handle(.dataEnded), to: call)
+        requestEnded(call)
+    }
+
+    private func requestEnded(_ call: H2ClientCall) {
+        switch call.state.requestEndReceived() {
+        case .route?: route(call)
+        case .resumeUpstreamBody?: call.upstream?.resumeRequestBody()
+        case nil: break
+        }
     }
 
     func h2StreamClosed(stream: Int32, errorCode: UInt32) {
         guard let call = calls.removeValue(forKey: stream) else { return }
-        apply(call.state.handle(.streamClosed), to: call)
-        call.client = nil
+        streamClosed(call)
         perform(lifecycle.streamClosed())
+    }
+
+    /// The call's client stream is gone (or its connection): the call finishes.
+    private func streamClosed(_ call: H2ClientCall) {
+        switch call.state.streamClosed() {
+        case .finish(let cancelUpstream)?:
+            cancelTimer(call)
+            if cancelUpstream { call.upstream?.cancel(.abandoned) }
+            releaseBuffers(call)
+            call.upstream = nil
+            call.record.entityType = call.key?.type.rawValue
+            // The stream id is for the debug line only: not built for calls nobody logs.
+            call.record.finish(core: core, logger: logger, extra: logger.logLevel <= .debug ? ["stream": "\(call.clientStream)"] : [:])
+        case nil:
+            break
+        }
+        call.connection = nil
     }
 
     func h2ReadBody(stream: Int32, into buffer: UnsafeMutableRawBufferPointer) -> H2BodyRead {
         guard let call = calls[stream] else { return .bytes(0, end: true, trailers: false) }
-        let n = Int(evbuffer_remove(call.responseBody, buffer.baseAddress, buffer.count))
-        if n > 0 {
-            call.creditTo?.consume(call, count: n)
-            apply(call.state.handle(.responseTaken(now: core.clock.monotonicNow, drained: evbuffer_get_length(call.responseBody) == 0)), to: call)
-        }
-        if evbuffer_get_length(call.responseBody) == 0 && call.state.responseEnded {
-            if let trailers = call.responseTrailers {
-                session.submitTrailer(stream: stream, trailers)
-                // Copied by nghttp2; the storage goes back to the upstream session (see relayHead).
-                call.responseTrailers = nil
-                return .bytes(max(n, 0), end: true, trailers: true)
-            }
-            return .bytes(max(n, 0), end: true, trailers: false)
-        }
-        if n <= 0 {
-            apply(call.state.handle(.clientBodyStalled), to: call)
+        let n = max(0, Int(evbuffer_remove(call.responseBody, buffer.baseAddress, buffer.count)))
+        if n > 0 { call.upstream?.responseTaken(count: n) }
+        switch call.state.responseRead(count: n, remaining: evbuffer_get_length(call.responseBody), now: core.clock.monotonicNow) {
+        case .send:
+            return .bytes(n, end: false, trailers: false)
+        case .end:
+            guard let trailers = call.responseTrailers else { return .bytes(n, end: true, trailers: false) }
+            session.submitTrailer(stream: stream, trailers)
+            // Copied by nghttp2; the storage goes back to the upstream session (see relayHead).
+            call.responseTrailers = nil
+            return .bytes(n, end: true, trailers: true)
+        case .wait:
             return .deferred
         }
-        return .bytes(n, end: false, trailers: false)
     }
 
     func h2GoAway(lastStreamID: Int32, errorCode: UInt32) {
@@ -254,67 +287,53 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
 
     func h2SentEndStream(stream: Int32) {
         guard let call = calls[stream] else { return }
-        apply(call.state.handle(.answerSent), to: call)
+        switch call.state.answerSent() {
+        case .resetClient(let code)?: resetClient(call, errorCode: code)
+        case nil: break
+        }
     }
 
-    // MARK: Carrying out the call's actions
+    // MARK: Carrying out the call's decisions
 
-    /// Does what the call's machine said, in order. `data` is the chunk a `.data` event was about.
-    private func apply(_ actions: [H2CallState.Action], to call: H2Call, data: UnsafeRawBufferPointer? = nil) {
-        for action in actions {
-            switch action {
-            case .route:
-                route(call)
-            case .fetchToken:
-                fetchToken(call)
-            case .startUpstream:
-                core.statistics.forwarded += 1
-                core.upstreamH2.start(call)
-            case .retryWithFreshToken:
-                if let upstream = call.upstream { upstream.cancel(call, errorCode: UInt32(NGHTTP2_NO_ERROR.rawValue)) }
-                _ = call.rewindRequest()
-                if let key = call.key, let old = call.token { core.cache.invalidate(key, token: old) }
-                call.token = nil
-            case .relayHead(let endStream):
-                relayHead(call, endStream: endStream)
-            case .resumeClientBody:
-                session.resumeData(stream: call.clientStream)
-                flushSoon()
-            case .resumeUpstreamBody:
-                call.upstream?.resume(call)
-            case .buffer:
-                guard let data else { break }
-                buffer(call, data)
-            case .discard:
-                if let data { session.consumeConnection(count: data.count) }
-            case .answer(let why):
-                answer(call, why)
-            case .resetClient(let code):
-                session.resetStream(call.clientStream, errorCode: code)
-                flushSoon()
-            case .cancelUpstream:
-                call.upstream?.cancel(call, errorCode: UInt32(NGHTTP2_CANCEL.rawValue))
-                returnResponseCredit(call)
-            case .armTimer(let at):
-                armTimer(call, at: at)
-            case .cancelTimer:
-                call.timerDue = nil
-                call.timer?.disarm()
-            case .releaseBuffers:
-                releaseRequestBytes(call)
-                returnResponseCredit(call)
-            case .finish:
-                call.record.entityType = call.key?.type.rawValue
-                // The stream id is for the debug line only: not built for calls nobody logs.
-                call.record.finish(core: core, logger: logger, extra: logger.logLevel <= .debug ? ["stream": "\(call.clientStream)"] : [:])
-            }
-        }
+    private func resetClient(_ call: H2ClientCall, errorCode: UInt32) {
+        session.resetStream(call.clientStream, errorCode: errorCode)
+        flushSoon()
+    }
+
+    private func resumeClientBody(_ call: H2ClientCall) {
+        session.resumeData(stream: call.clientStream)
+        flushSoon()
+    }
+
+    /// Cancels the upstream exchange; credit for response bytes the client will never take
+    /// goes back with it.
+    private func cancelUpstream(_ call: H2ClientCall) {
+        call.upstream?.cancel(.abandoned)
+        returnResponseCredit(call)
+    }
+
+    private func releaseBuffers(_ call: H2ClientCall) {
+        settleBudget(call, holding: 0)
+        returnResponseCredit(call)
+    }
+
+    private func perform(_ answer: H2CallState.Answer?, for call: H2ClientCall) {
+        guard let answer else { return }
+        cancelTimer(call)
+        if answer.cancelUpstream { cancelUpstream(call) }
+        releaseBuffers(call)
+        self.answer(call, answer.why)
+    }
+
+    private func cancelTimer(_ call: H2ClientCall) {
+        call.timerDue = nil
+        call.timer?.disarm()
     }
 
     /// Notes the call's deadline; the timer itself is armed at the next flush (`armTimers`),
     /// which `flushSoon` makes sure comes in this turn of the loop. An earlier time stays
     /// armed until then: it only ticks the machine, which re-checks its deadlines.
-    private func armTimer(_ call: H2Call, at: Double) {
+    private func armTimer(_ call: H2ClientCall, at: Double) {
         guard at.isFinite else {
             call.timerDue = nil
             call.timer?.disarm()
@@ -341,22 +360,36 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
                 // Unowned, not weak (a weak reference would give both a side table): the call's
                 // deinit frees its timer, and every call is disarmed by its streamClosed, which
                 // the connection's close() sends to all, so the timer never fires after either.
-                call.timer = LoopWakeup(loop: core.loop) { [unowned self, unowned call] in
-                    apply(call.state.handle(.tick(now: core.clock.monotonicNow)), to: call)
-                }
+                call.timer = LoopWakeup(loop: core.loop) { [unowned self, unowned call] in tick(call) }
             }
             call.timer?.arm(after: max(0, at - core.clock.monotonicNow))
         }
     }
 
+    private func tick(_ call: H2ClientCall) {
+        switch call.state.tick(now: core.clock.monotonicNow) {
+        case .armTimer(let at)?:
+            armTimer(call, at: at)
+        case .answer(let answer)?:
+            perform(answer, for: call)
+        case .resetStalledClient?:
+            resetClient(call, errorCode: H2CallState.cancel)
+            cancelUpstream(call)
+        case nil:
+            break
+        }
+    }
+
     // MARK: Request bytes
 
-    /// Keeps `data` for the upstream if the connection's and the process's budgets allow;
-    /// refuses the call (RESOURCE_EXHAUSTED) otherwise. Connection credit goes back at once.
-    private func buffer(_ call: H2Call, _ data: UnsafeRawBufferPointer) {
+    /// Keeps `data` for the upstream if the connection's and the process's budgets allow (and,
+    /// for the `firstMessage` being routed, its bound); refuses the call (RESOURCE_EXHAUSTED)
+    /// otherwise and returns false. Connection credit goes back at once.
+    @discardableResult
+    private func buffer(_ call: H2ClientCall, _ data: UnsafeRawBufferPointer, firstMessage: Bool) -> Bool {
         session.consumeConnection(count: data.count)
         let limits = core.limits
-        let overFirstMessage = call.state.phase == .routing
+        let overFirstMessage = firstMessage
             && evbuffer_get_length(call.requestBody) + data.count > limits.maxFirstMessageBytes + GRPCMessageFrame.headerLength
         if overFirstMessage || bufferedBytes + data.count > limits.maxConnectionBufferedBytes || !core.bufferBudget.reserve(data.count) {
             let why = overFirstMessage ? "the first request message is over \(limits.maxFirstMessageBytes) bytes"
@@ -364,19 +397,20 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
             // An over-long first message is the call's own fault (413 / RESOURCE_EXHAUSTED); a spent
             // connection or process budget is the sidecar's load (503 / RESOURCE_EXHAUSTED).
             refuse(call, overFirstMessage ? .requestTooLarge(why) : .overloaded(why))
-            return
+            return false
         }
         call.bytesReserved += data.count
         bufferedBytes += data.count
         evbuffer_add(call.requestBody, data.baseAddress, data.count)
         call.requestBytesReceived += data.count
-        creditStream(call)
+        creditStream(call, firstMessage: firstMessage)
+        return true
     }
 
     /// Stream credit up to what the call may hold: its first message while it is routed, then
     /// what has left for the upstream. Never more than was received, never twice for a byte.
-    private func creditStream(_ call: H2Call) {
-        let allowance = call.state.phase == .routing ? core.limits.maxFirstMessageBytes + GRPCMessageFrame.headerLength : 0
+    private func creditStream(_ call: H2ClientCall, firstMessage: Bool) {
+        let allowance = firstMessage ? core.limits.maxFirstMessageBytes + GRPCMessageFrame.headerLength : 0
         let target = min(call.requestBytesReceived, max(allowance, call.requestBytesForwarded))
         guard target > call.requestBytesCredited else { return }
         session.consumeStream(call.clientStream, count: target - call.requestBytesCredited)
@@ -384,7 +418,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
     }
 
     /// Releases budget for request bytes the call no longer holds.
-    private func settleBudget(_ call: H2Call, holding: Int) {
+    private func settleBudget(_ call: H2ClientCall, holding: Int) {
         let freed = call.bytesReserved - holding
         guard freed > 0 else { return }
         call.bytesReserved = holding
@@ -392,24 +426,20 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         core.bufferBudget.release(freed)
     }
 
-    private func releaseRequestBytes(_ call: H2Call) {
-        settleBudget(call, holding: 0)
-    }
-
     /// Credit for response bytes the client will never take goes back to the upstream, so a
     /// reset or abandoned stream cannot shrink the shared connection's window.
-    private func returnResponseCredit(_ call: H2Call) {
+    private func returnResponseCredit(_ call: H2ClientCall) {
         let left = evbuffer_get_length(call.responseBody)
-        guard left > 0, let upstream = call.creditTo else { return }
+        guard left > 0, let upstream = call.upstream else { return }
         evbuffer_drain(call.responseBody, left)
-        upstream.consume(call, count: left)
+        upstream.responseTaken(count: left)
     }
 
     // MARK: Routing
 
     /// Works out the entity once the head (REST) or the first message (gRPC) is complete.
-    private func route(_ call: H2Call) {
-        guard call.state.phase == .routing else { return }
+    private func route(_ call: H2ClientCall) {
+        guard call.state.isRouting else { return }
         // Checked before the route: a method override or a client credential is refused
         // whatever the call is (docs/CONTRACT.md §7), as over HTTP/1.1. Once: the head does not change, and
         // a gRPC call comes back here for each piece of its first message (with its rule set).
@@ -436,7 +466,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
 
     /// Reads the first gRPC message once it is complete: its length prefix says when, so the
     /// buffer is made contiguous once, not on every DATA frame.
-    private func routeGRPC(_ call: H2Call, rule: GRPCRouteRule) {
+    private func routeGRPC(_ call: H2ClientCall, rule: GRPCRouteRule) {
         let length = evbuffer_get_length(call.requestBody)
         // The length prefix is copied out to the stack (it may straddle two chains).
         let headerVerdict = withUnsafeTemporaryAllocation(byteCount: GRPCMessageFrame.headerLength, alignment: 1) { prefix in
@@ -466,7 +496,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         let result: Result<EntityKey, ProxyFailure>
         if compressed {
             guard call.grpcEncoding == "gzip" else {
-                apply(call.state.handle(.refused(.grpcStatus(12, "grpc-encoding \(call.grpcEncoding ?? "(none)") is not supported by the sidecar; use gzip or identity"))), to: call)
+                perform(call.state.refused(.grpcStatus(12, "grpc-encoding \(call.grpcEncoding ?? "(none)") is not supported by the sidecar; use gzip or identity")), for: call)
                 return
             }
             switch GzipInflate.inflate(message) {
@@ -482,17 +512,23 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         }
     }
 
-    private func routed(_ call: H2Call, key: EntityKey) {
+    private func routed(_ call: H2ClientCall, key: EntityKey) {
         call.key = key
-        apply(call.state.handle(.routed), to: call)
+        switch call.state.routed() {
+        case .fetchToken(let armTimerAt)?:
+            if let armTimerAt { armTimer(call, at: armTimerAt) } else { cancelTimer(call) }
+            fetchToken(call)
+        case nil:
+            break
+        }
     }
 
-    private func refuse(_ call: H2Call, _ failure: ProxyFailure) {
-        apply(call.state.handle(.refused(.failure(failure))), to: call)
+    private func refuse(_ call: H2ClientCall, _ failure: ProxyFailure) {
+        perform(call.state.refused(.failure(failure)), for: call)
     }
 
     /// Gets the entity's token; its arrival moves the call on (unless the call ended meanwhile).
-    private func fetchToken(_ call: H2Call) {
+    private func fetchToken(_ call: H2ClientCall) {
         guard let key = call.key else { return }
         let stream = call.clientStream
         let outer = fetchingStream
@@ -508,54 +544,120 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
             let hit = fetchingStream == stream
             if call.record.cacheOutcome == nil { call.record.cacheOutcome = hit ? "hit" : "miss" }
             switch result {
-            case .failure(let failure):
-                apply(call.state.handle(.tokenFailed(failure)), to: call)
-            case .success(let token):
-                call.token = token
-                apply(call.state.handle(.tokenArrived), to: call)
+            case .failure(let failure): perform(call.state.tokenFailed(failure), for: call)
+            case .success(let token): tokenArrived(call, token)
             }
             if !hit { flushSoon() }
         }
         fetchingStream = outer
     }
 
-    // MARK: Answers from the upstream (called by HTTP2UpstreamConnection)
-
-    /// The upstream's response head arrived. `retryable`: an UNAUTHENTICATED/401 answer that
-    /// may be sent again with a fresh token.
-    func upstreamResponseHead(_ call: H2Call, endStream: Bool, retryable: Bool) {
-        apply(call.state.handle(.upstreamHead(endStream: endStream, retryable: retryable && call.replayable)), to: call)
+    private func tokenArrived(_ call: H2ClientCall, _ token: String) {
+        call.token = token
+        switch call.state.tokenArrived() {
+        case .startUpstream?:
+            cancelTimer(call)
+            core.statistics.forwarded += 1
+            call.upstream = core.upstreamH2.start(call)
+        case nil:
+            break
+        }
     }
 
-    /// The upstream's response ended (DATA END_STREAM or trailers).
-    func upstreamResponseEnded(_ call: H2Call) {
-        apply(call.state.handle(.upstreamEnded), to: call)
-        flushSoon()
-    }
+    // MARK: What the upstream exchange reports (through the call, its delegate)
 
-    /// More response body is there for a stream that may be waiting.
-    func upstreamResponseProgress(_ call: H2Call) {
-        apply(call.state.handle(.responseBytes(now: core.clock.monotonicNow)), to: call)
-        flushSoon()
-    }
-
-    /// The upstream stream's body provider has no request bytes to send and waits.
-    func upstreamBodyStalled(_ call: H2Call) {
-        apply(call.state.handle(.upstreamBodyStalled), to: call)
+    /// The upstream exchange wants request body bytes.
+    func pullRequestBody(_ call: H2ClientCall, into buffer: UnsafeMutableRawBufferPointer) -> RequestBodyPull {
+        let n = max(0, Int(evbuffer_remove(call.requestBody, buffer.baseAddress, buffer.count)))
+        let action = call.state.requestBodyRead(count: n, remaining: evbuffer_get_length(call.requestBody))
+        if n > 0 {
+            switch action {
+            case .send(let keepCopy), .end(let keepCopy):
+                if keepCopy { evbuffer_add(call.sentCopy, buffer.baseAddress, n) }
+            case .wait:
+                break
+            }
+            requestBytesForwarded(call, count: n)
+        }
+        switch action {
+        case .send: return .bytes(n, end: false)
+        case .end: return .bytes(n, end: true)
+        case .wait: return .wait
+        }
     }
 
     /// The upstream took `count` request bytes: stream credit for them, budget back.
-    func requestBytesForwarded(_ call: H2Call, count: Int) {
+    private func requestBytesForwarded(_ call: H2ClientCall, count: Int) {
+        call.requestBytesSent += count
         call.requestBytesForwarded = max(call.requestBytesForwarded, call.requestBytesSent)
         settleBudget(call, holding: call.heldRequestBytes)
-        creditStream(call)
+        creditStream(call, firstMessage: false)
         flushSoon()
     }
 
-    /// The upstream stream broke. Before any answer: an error the client's library
-    /// understands; after: the stream is reset.
-    func upstreamFailed(_ call: H2Call, failure: ProxyFailure, errorCode: UInt32) {
-        apply(call.state.handle(.upstreamFailed(failure)), to: call)
+    func upstreamHeaderBlock(_ call: H2ClientCall, _ fields: H2HeaderList, endStream: Bool) {
+        // The facts the call's machine decides on: an interim 1xx head; a trailers-only gRPC
+        // UNAUTHENTICATED or an HTTP 401.
+        var informational = false, unauthenticated = false
+        fields.forEach { name, value in
+            if H2HeaderList.equal(name, ":status") {
+                informational = H2HeaderList.hasPrefix(value, "1")
+                if H2HeaderList.equal(value, "401") { unauthenticated = true }
+            } else if H2HeaderList.equal(name, "grpc-status") && H2HeaderList.equal(value, "16") {
+                unauthenticated = true
+            }
+        }
+        switch call.state.upstreamHeaderBlock(endStream: endStream, informational: informational, unauthenticated: unauthenticated) {
+        case .skipInterim?:
+            break
+        case .retryWithFreshToken?:
+            call.upstream?.cancel(.superseded)
+            call.rewindRequest()
+            if let key = call.key, let old = call.token { core.cache.invalidate(key, token: old) }
+            call.token = nil
+            fetchToken(call)
+        case .relayHead(let endStream)?:
+            relayHead(call, fields, endStream: endStream)
+        case .keepTrailers(let resume)?:
+            call.responseTrailers = fields
+            if resume { resumeClientBody(call) } else { flushSoon() }
+        case nil:
+            break
+        }
+    }
+
+    func upstreamData(_ call: H2ClientCall, _ bytes: UnsafeRawBufferPointer) {
+        switch call.state.responseBytes(now: core.clock.monotonicNow) {
+        case .keep(let resume, let armTimerAt):
+            evbuffer_add(call.responseBody, bytes.baseAddress, bytes.count)
+            if resume { session.resumeData(stream: call.clientStream) }
+            if let armTimerAt { armTimer(call, at: armTimerAt) }
+            flushSoon()
+        case .drop:
+            call.upstream?.responseTaken(count: bytes.count)
+        }
+    }
+
+    func upstreamDataEnded(_ call: H2ClientCall) {
+        switch call.state.upstreamDataEnded() {
+        case .resumeClientBody?: resumeClientBody(call)
+        case nil: flushSoon()
+        }
+    }
+
+    /// The upstream exchange ended: a resend, or (before any answer) an error the client's
+    /// library understands, or (after) a reset stream.
+    func upstreamClosed(_ call: H2ClientCall, _ end: UpstreamEnd) {
+        switch call.state.upstreamClosed(end) {
+        case .resend?:
+            call.upstream = core.upstreamH2.start(call)
+        case .answer(let answer)?:
+            perform(answer, for: call)
+        case .resetClient(let code)?:
+            resetClient(call, errorCode: code)
+        case nil:
+            break
+        }
     }
 
     /// `RESTRoute.headerRefusal` over the field names as they arrived, for the first refused one.
@@ -567,8 +669,10 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         return failure
     }
 
-    private func relayHead(_ call: H2Call, endStream: Bool) {
-        let response = call.responseHeaders
+    /// Sends the answer's head to the client. `response` is the upstream session's, lent for
+    /// this call: nghttp2 copies it, and letting go of it lets the next head be gathered in the
+    /// same storage instead of a new allocation.
+    private func relayHead(_ call: H2ClientCall, _ response: H2HeaderList, endStream: Bool) {
         for i in 0..<response.count where response.name(at: i, is: ":status") {
             call.record.status = Int(response.value(at: i)) ?? 0
         }
@@ -577,15 +681,12 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         // without the hop-by-hop fields.
         session.submitResponse(stream: call.clientStream, response, hasBody: !endStream,
                                leading: { H2HeaderList.equal($0, ":status") }, dropping: HopByHop.dropFromH2Response)
-        // nghttp2 has copied the fields. The list shares the upstream session's block storage:
-        // let go of it, so the next head is gathered there again instead of in a new allocation.
-        call.responseHeaders = H2HeaderList()
         flushSoon()
     }
 
     // MARK: Answers from the sidecar itself
 
-    private func answer(_ call: H2Call, _ why: H2CallState.LocalAnswer) {
+    private func answer(_ call: H2ClientCall, _ why: H2CallState.LocalAnswer) {
         switch why {
         case .grpcStatus(let status, let message):
             answer(call, grpcStatus: status, message: message)
@@ -603,7 +704,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         }
     }
 
-    private func answerREST(_ call: H2Call, _ failure: ProxyFailure) {
+    private func answerREST(_ call: H2ClientCall, _ failure: ProxyFailure) {
         call.record.status = failure.httpStatus
         call.record.refusal = failure.message
         core.statistics.refusedByStatus[failure.httpStatus, default: 0] += 1
@@ -618,7 +719,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
     }
 
     /// A trailers-only gRPC answer (HEADERS with END_STREAM) carrying `grpcStatus`.
-    private func answer(_ call: H2Call, grpcStatus: Int, message: String) {
+    private func answer(_ call: H2ClientCall, grpcStatus: Int, message: String) {
         call.record.status = 200
         call.record.refusal = message
         core.statistics.refusedByGRPCStatus[grpcStatus, default: 0] += 1

@@ -14,9 +14,9 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     private unowned let pool: HTTP2UpstreamPool
     private let origin: Origin
     private let isTLS: Bool
-    /// Calls waiting for the connection to be ready.
-    private var pending: [H2Call] = []
-    private var streams = H2StreamTable<H2Call>()
+    /// Exchanges waiting for the connection to be ready.
+    private var pending: [H2UpstreamStream] = []
+    private var streams = H2StreamTable<H2UpstreamStream>()
     /// Runs `flush()` once after the current callbacks: the streams that calls open from one
     /// read of their clients leave in one write.
     private var flushWakeup: LoopWakeup!
@@ -55,14 +55,14 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         }
     }
 
-    // MARK: Calls
+    // MARK: Exchanges
 
-    /// Sends `call` on this connection now, or once it is ready.
-    func start(_ call: H2Call) {
-        call.upstream = self
-        call.upstreamStarts += 1
+    /// Sends `exchange` on this connection now, or once it is ready.
+    func start(_ exchange: H2UpstreamStream) {
+        guard let request = exchange.delegate else { return }
         guard state == .ready, let session else {
-            pending.append(call)
+            exchange.wait(on: self)
+            pending.append(exchange)
             return
         }
         // The scratch list is taken out of the property and put back (two checked accesses)
@@ -70,60 +70,62 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         var head = H2HeaderList()
         swap(&head, &outgoingHead)
         head.removeAll()
-        head.append(name: ":method", value: call.method)
+        head.append(name: ":method", value: request.requestMethod)
         head.append(name: ":scheme", value: isTLS ? "https" : "http")
         head.append(name: ":authority", value: origin.hostHeader)
-        head.append(name: ":path", value: call.path)
-        head.append(contentsOf: call.headers)
-        head.append(name: "authorization", prefix: "Bearer ", value: call.token ?? "")
-        let hasBody = !call.state.requestEnded || evbuffer_get_length(call.requestBody) > 0
-        let stream = session.submitRequest(head, hasBody: hasBody)
+        head.append(name: ":path", value: request.requestPath)
+        head.append(contentsOf: request.requestFields)
+        head.append(name: "authorization", prefix: "Bearer ", value: request.requestToken)
+        let stream = session.submitRequest(head, hasBody: request.requestHasBody)
         swap(&head, &outgoingHead)
         guard stream > 0 else {
-            call.upstream = nil
-            call.client?.upstreamFailed(call, failure: .upstreamUnavailable("cannot open a stream to \(origin)"), errorCode: 0)
+            exchange.end(.failed(.upstreamUnavailable("cannot open a stream to \(origin)")))
             return
         }
-        call.upstreamStream = stream
-        call.creditTo = self
-        streams[stream] = call
+        exchange.opened(stream, on: self)
+        streams[stream] = exchange
         flushSoon()
     }
 
-    /// More request body (or its end) is there for a call whose body was deferred.
-    func resume(_ call: H2Call) {
-        guard call.upstreamStream > 0, let session else { return }
-        session.resumeData(stream: call.upstreamStream)
+    /// More request body (or its end) is there for an exchange whose body was deferred.
+    func resume(_ exchange: H2UpstreamStream) {
+        guard case .open = exchange.place, let session else { return }
+        session.resumeData(stream: exchange.streamID)
         flushSoon()
     }
 
-    /// The client side took `count` response bytes.
-    func consume(_ call: H2Call, count: Int) {
-        call.responseBytesTaken += count
-        creditResponse(call)
+    /// The client took response bytes of `exchange`: credit for them.
+    func creditResponse(_ exchange: H2UpstreamStream) {
+        credit(exchange)
         flushSoon()
     }
 
     /// Stream credit for response bytes, so that at most `responseBufferBound` bytes the client
     /// has not taken are held (plus the stream window in flight). An answer that fits is
     /// credited in full as it arrives, so its upstream stream ends and frees its slot even if
-    /// the client never reads; connection credit went back on arrival.
-    private func creditResponse(_ call: H2Call) {
-        let target = min(call.responseBytesReceived, call.responseBytesTaken + Self.responseBufferBound)
-        guard target > call.responseBytesCredited else { return }
-        if call.upstreamStream > 0 { session?.consumeStream(call.upstreamStream, count: target - call.responseBytesCredited) }
-        call.responseBytesCredited = target
+    /// the client never reads; connection credit went back on arrival. Credit for a stream
+    /// already closed goes to no stream (nghttp2 ignores it).
+    private func credit(_ exchange: H2UpstreamStream) {
+        let due = exchange.creditDue(bound: Self.responseBufferBound)
+        if due > 0 && exchange.streamID > 0 { session?.consumeStream(exchange.streamID, count: due) }
     }
 
-    /// The client side gave up on `call` (or sends it again with a fresh token): reset its
-    /// upstream stream with `errorCode`.
-    func cancel(_ call: H2Call, errorCode: UInt32) {
-        if let i = pending.firstIndex(where: { $0 === call }) { pending.remove(at: i) }
-        call.upstream = nil
-        guard call.upstreamStream > 0, streams.removeValue(forKey: call.upstreamStream) != nil else { return }
-        session?.resetStream(call.upstreamStream, errorCode: errorCode)
-        flushSoon()
-        pool.loadChanged(self)
+    /// The client half gave up on `exchange` (or sends the call again with a fresh token):
+    /// reset its stream.
+    func cancel(_ exchange: H2UpstreamStream, _ why: UpstreamCancel) {
+        switch exchange.markEnded() {
+        case .queued, .ended:
+            return
+        case .pending:
+            if let i = pending.firstIndex(where: { $0 === exchange }) { pending.remove(at: i) }
+        case .open:
+            let stream = exchange.streamID
+            guard streams.removeValue(forKey: stream) != nil else { return }
+            let errorCode = why == .superseded ? NGHTTP2_NO_ERROR : NGHTTP2_CANCEL
+            session?.resetStream(stream, errorCode: UInt32(errorCode.rawValue))
+            flushSoon()
+            pool.loadChanged(self)
+        }
     }
 
     // MARK: TransportDelegate
@@ -189,7 +191,7 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         state = .ready
         let waiting = pending
         pending.removeAll()
-        for call in waiting where !call.state.isFinished { start(call) }
+        for exchange in waiting { start(exchange) }
         flush()
         pool.loadChanged(self)
     }
@@ -212,27 +214,13 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     func h2BeginHeaders(stream: Int32) {}
 
     func h2HeadersEnded(stream: Int32, fields: H2HeaderList, endStream: Bool) {
-        guard let call = streams[stream] else { return }
-        // A second block while relaying: trailers.
-        if call.state.phase == .relaying { call.responseTrailers = fields } else { call.responseHeaders = fields }
-        guard let client = call.client else { return }
-        if call.state.phase == .forwarding {
-            // An interim 1xx head is not the answer.
-            if let status = call.responseHeaders.first(":status"), status.hasPrefix("1") {
-                call.responseHeaders.removeAll()
-                return
-            }
-            // A revoked or rotated token: the call's machine decides on one more try with a
-            // fresh one, unseen by the client (it then cancels this stream).
-            client.upstreamResponseHead(call, endStream: endStream, retryable: endStream && Self.isUnauthenticated(call.responseHeaders))
-        } else {
-            // Trailers end the response.
-            client.upstreamResponseEnded(call)
-        }
+        guard let exchange = streams[stream], let delegate = exchange.delegate else { return }
+        if endStream { exchange.answerDidEnd() }
+        delegate.upstreamHeaderBlock(fields, endStream: endStream)
     }
 
     func h2Data(stream: Int32, bytes: UnsafeRawBufferPointer) {
-        guard let call = streams[stream], let client = call.client, !call.state.isFinished else {
+        guard let exchange = streams[stream], let delegate = exchange.delegate else {
             session?.consume(stream: stream, count: bytes.count)
             return
         }
@@ -240,61 +228,34 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         // that never reads cannot shrink the window the connection's other streams share, nor
         // keep a small answer's upstream stream open.
         session?.consumeConnection(count: bytes.count)
-        evbuffer_add(call.responseBody, bytes.baseAddress, bytes.count)
-        call.responseBytesReceived += bytes.count
-        creditResponse(call)
-        client.upstreamResponseProgress(call)
+        exchange.received(count: bytes.count)
+        credit(exchange)
+        delegate.upstreamData(bytes)
     }
 
     func h2DataEnded(stream: Int32) {
-        guard let call = streams[stream] else { return }
-        call.client?.upstreamResponseEnded(call)
+        guard let exchange = streams[stream], let delegate = exchange.delegate else { return }
+        exchange.answerDidEnd()
+        delegate.upstreamDataEnded()
     }
 
     func h2StreamClosed(stream: Int32, errorCode: UInt32) {
-        guard let call = streams.removeValue(forKey: stream) else { return }
+        guard let exchange = streams.removeValue(forKey: stream) else { return }
         defer { pool.loadChanged(self) }
-        call.upstream = nil
-        if call.state.responseEnded && errorCode == 0 { return }
-        // Refused before the upstream did anything with it, and nothing of its body has left:
-        // safe to send again on another connection.
-        if errorCode == UInt32(NGHTTP2_REFUSED_STREAM.rawValue) && call.requestBytesSent == 0 && call.upstreamStarts < 3 && !call.state.isFinished {
-            call.upstreamStream = -1
-            pool.start(call)
+        if errorCode == 0 && exchange.answerEnded {
+            exchange.end(.completed)
             return
         }
-        call.client?.upstreamFailed(call, failure: .upstreamUnavailable(
-            "\(origin) reset the stream (\(String(cString: nghttp2_http2_strerror(errorCode))))"), errorCode: errorCode)
-    }
-
-    /// A trailers-only gRPC UNAUTHENTICATED, or HTTP 401.
-    private static func isUnauthenticated(_ headers: H2HeaderList) -> Bool {
-        (0..<headers.count).contains {
-            (headers.name(at: $0, is: "grpc-status") && headers.value(at: $0, is: "16"))
-                || (headers.name(at: $0, is: ":status") && headers.value(at: $0, is: "401"))
-        }
+        let failure = ProxyFailure.upstreamUnavailable("\(origin) reset the stream (\(String(cString: nghttp2_http2_strerror(errorCode))))")
+        exchange.end(errorCode == UInt32(NGHTTP2_REFUSED_STREAM.rawValue) ? .refused(failure) : .failed(failure))
     }
 
     func h2ReadBody(stream: Int32, into buffer: UnsafeMutableRawBufferPointer) -> H2BodyRead {
-        guard let call = streams[stream] else { return .bytes(0, end: true, trailers: false) }
-        let n = Int(evbuffer_remove(call.requestBody, buffer.baseAddress, buffer.count))
-        if n > 0 {
-            if call.replayable && call.state.attempts == 1 && call.requestBytesSent + n <= H2Call.replayLimit {
-                evbuffer_add(call.sentCopy, buffer.baseAddress, n)
-            } else {
-                call.replayable = false
-            }
-            call.requestBytesSent += n
-            call.client?.requestBytesForwarded(call, count: n)
+        guard let exchange = streams[stream], let delegate = exchange.delegate else { return .bytes(0, end: true, trailers: false) }
+        switch delegate.pullRequestBody(into: buffer) {
+        case .bytes(let count, let end): return .bytes(count, end: end, trailers: false)
+        case .wait: return .deferred
         }
-        if evbuffer_get_length(call.requestBody) == 0 && call.state.requestEnded {
-            return .bytes(max(n, 0), end: true, trailers: false)
-        }
-        if n <= 0 {
-            call.client?.upstreamBodyStalled(call)
-            return .deferred
-        }
-        return .bytes(n, end: false, trailers: false)
     }
 
     func h2GoAway(lastStreamID: Int32, errorCode: UInt32) {
@@ -306,7 +267,8 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
 
     // MARK: Closing (by the pool only)
 
-    /// Fails every call still on this connection and frees it.
+    /// Ends every exchange still on this connection (their calls send them again or fail)
+    /// and frees it.
     func closeAndFail(reason: String) {
         guard state != .closed else { return }
         state = .closed
@@ -317,15 +279,8 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         session?.close()
         session = nil
         transport.close()
-        for call in open {
-            call.upstream = nil
-            if call.state.phase == .forwarding && call.requestBytesSent == 0 && call.upstreamStarts < 3 {
-                call.upstreamStream = -1
-                pool.start(call) // never reached the upstream: try another connection
-            } else {
-                call.client?.upstreamFailed(call, failure: .upstreamUnavailable("connection to \(origin) broke: \(reason)"),
-                                           errorCode: UInt32(NGHTTP2_INTERNAL_ERROR.rawValue))
-            }
-        }
+        guard !open.isEmpty else { return }
+        let failure = ProxyFailure.upstreamUnavailable("connection to \(origin) broke: \(reason)")
+        for exchange in open { exchange.end(.connectionLost(failure)) }
     }
 }

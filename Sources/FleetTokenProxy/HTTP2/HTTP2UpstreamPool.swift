@@ -1,9 +1,9 @@
 import CEvent
 import Logging
 
-/// A few multiplexed HTTP/2 connections to Fleet Engine shared by every HTTP/2 call: a call
-/// goes on the least loaded connection with room under the peer's stream limit; a new
-/// connection is opened only when none has room.
+/// A few multiplexed HTTP/2 connections to Fleet Engine shared by every HTTP/2 call: an
+/// exchange goes on the least loaded connection with room under the peer's stream limit; a
+/// new connection is opened only when none has room.
 final class HTTP2UpstreamPool {
     let origin: Origin
     private let loop: EventLoop
@@ -12,8 +12,8 @@ final class HTTP2UpstreamPool {
     private let connectTimeout: Double
     private let logger: Logger
     private var connections: [HTTP2UpstreamConnection] = []
-    /// Calls waiting because every connection is full and no more may be opened.
-    private var waiting = FIFO<H2Call>()
+    /// Exchanges waiting because every connection is full and no more may be opened.
+    private var waiting = FIFO<H2UpstreamStream>()
     private var nextID = 0
     private var closed = false
 
@@ -26,10 +26,18 @@ final class HTTP2UpstreamPool {
         self.logger = logger
     }
 
-    /// Forwards `call` (its token is attached by the connection).
-    func start(_ call: H2Call) {
+    /// Starts an upstream exchange for the call `delegate` is the client half of (the token
+    /// is attached by the connection). A failure to start is reported to `delegate`, maybe
+    /// before this returns.
+    func start(_ delegate: UpstreamExchangeDelegate) -> UpstreamExchange {
+        let exchange = H2UpstreamStream(delegate: delegate)
+        start(exchange)
+        return exchange
+    }
+
+    private func start(_ exchange: H2UpstreamStream) {
         guard !closed else {
-            call.client?.upstreamFailed(call, failure: .upstreamUnavailable("shutting down"), errorCode: 0)
+            exchange.end(.failed(.upstreamUnavailable("shutting down")))
             return
         }
         // The least loaded connection with room, first of equals (a loop: no array of
@@ -39,42 +47,43 @@ final class HTTP2UpstreamPool {
             best = connection
         }
         if let best {
-            best.start(call)
+            best.start(exchange)
             return
         }
         if connections.count < maxConnections {
             switch Dialer.connect(loop: loop, origin: origin, tls: tls, timeout: connectTimeout) {
             case .failure(let failure):
-                call.client?.upstreamFailed(call, failure: failure, errorCode: 0)
+                exchange.end(.failed(failure))
             case .success(let bev):
                 nextID += 1
                 let connection = HTTP2UpstreamConnection(bev: bev, pool: self, origin: origin, isTLS: tls != nil, idleTimeout: connectTimeout, loop: loop, id: nextID)
                 logger.debug("upstream HTTP/2 connection opened", metadata: ["origin": "\(origin)", "connections": "\(connections.count + 1)"])
                 connections.append(connection)
-                connection.start(call)
+                connection.start(exchange)
             }
             return
         }
-        waiting.push(call)
+        waiting.push(exchange)
         logger.debug("upstream HTTP/2 connections full; call queued", metadata: ["origin": "\(origin)", "queued": "\(waiting.count)"])
     }
 
-    /// A connection's streams changed: hand it waiting calls if it has room now.
+    /// A connection's streams changed: hand it waiting exchanges if it has room now.
     func loadChanged(_ connection: HTTP2UpstreamConnection) {
-        while connection.hasRoom, let call = waiting.pop() {
-            if call.client != nil && !call.state.isFinished { connection.start(call) }
+        while connection.hasRoom, let exchange = waiting.pop() {
+            if !exchange.isEnded { connection.start(exchange) }
         }
     }
 
-    /// Closes a connection that broke, went away or idled; its calls are retried or failed.
+    /// Closes a connection that broke, went away or idled; its exchanges are sent again or
+    /// fail, as their calls decide.
     func discard(_ connection: HTTP2UpstreamConnection, reason: String) {
         guard let i = connections.firstIndex(where: { $0 === connection }) else { return }
         connections.remove(at: i)
         logger.debug("upstream HTTP/2 connection closed", metadata: ["origin": "\(origin)", "reason": "\(reason)"])
         connection.closeAndFail(reason: reason)
-        while let call = waiting.pop() {
-            guard call.client == nil || call.state.isFinished else {
-                start(call)
+        while let exchange = waiting.pop() {
+            guard exchange.isEnded else {
+                start(exchange)
                 break
             }
         }
@@ -84,8 +93,8 @@ final class HTTP2UpstreamPool {
         closed = true
         for c in connections { c.closeAndFail(reason: "shutting down") }
         connections.removeAll()
-        while let call = waiting.pop() {
-            call.client?.upstreamFailed(call, failure: .upstreamUnavailable("shutting down"), errorCode: 0)
+        while let exchange = waiting.pop() {
+            exchange.end(.failed(.upstreamUnavailable("shutting down")))
         }
     }
 }

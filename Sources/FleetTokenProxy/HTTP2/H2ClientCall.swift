@@ -1,0 +1,139 @@
+import CEvent
+
+/// The client half of one call arriving on an HTTP/2 client stream: what the client sent and
+/// is owed, where the call stands (`state`), its timer and its record. Owned by its
+/// `HTTP2ClientConnection`, which alone writes it; joined to its upstream half only through
+/// `UpstreamExchange` (`upstream`, which it drives) and `UpstreamExchangeDelegate` (what the
+/// upstream half reports, handed to the connection).
+///
+/// The bodies are evbuffers, so bytes move between the two sessions without extra copies.
+/// `connection` and `upstream` are strong references, dropped when the client stream closes
+/// (the connection clears `connection`, the call's finish drops `upstream`), which breaks the
+/// cycles through the call. They are not `weak`: a weak reference gives its object a side
+/// table, and every retain and release would then take the runtime's slow path.
+final class H2ClientCall: UpstreamExchangeDelegate {
+    let clientStream: Int32
+    var connection: HTTP2ClientConnection?
+    var state: H2CallState
+
+    // Request, as the client sent it.
+    var method = ""
+    var path = ""
+    /// The content-type is `application/grpc` or one of its `+format` variants.
+    var isGRPC = false
+    var grpcEncoding: String?
+    var grpcTimeout: Double?
+    /// Regular (non-pseudo) request headers, in order, names lower-case as HTTP/2 requires,
+    /// kept as the bytes they arrived as.
+    var headers = H2HeaderList()
+    /// The gRPC method's routing rule, looked up once when the headers end.
+    var rule: GRPCRouteRule?
+
+    /// Request body bytes received from the client, not yet sent upstream.
+    let requestBody: OpaquePointer
+    /// A copy of the request bytes sent upstream, kept while the call machine says so, for a
+    /// retry with a fresh token.
+    let sentCopy: OpaquePointer
+    /// Bytes of request body the current exchange took.
+    var requestBytesSent = 0
+    /// Request body bytes received from the client in all.
+    var requestBytesReceived = 0
+    /// The most request bytes any exchange took.
+    var requestBytesForwarded = 0
+    /// Request bytes the client has been given stream credit for.
+    var requestBytesCredited = 0
+    /// Request bytes counted against the connection's and the process's budgets.
+    var bytesReserved = 0
+    /// Entity and token, once known.
+    var key: EntityKey?
+    var token: String?
+    var record: CallRecord
+    /// The one timer of the call (head timeout, then `grpc-timeout` until forwarded, then the
+    /// relayed answer's `ioTimeout`), made only when a deadline is still wanted at the end of
+    /// the callbacks that asked for it (`timerDue`): most calls finish first and never make one.
+    var timer: LoopWakeup?
+    /// When the call's machine wants its timer to fire (monotonic seconds), nil for never.
+    var timerDue: Double?
+    /// The call waits in its connection's list of timers to arm.
+    var timerListed = false
+
+    /// The current upstream exchange, kept after it ends until the call finishes: it is owed
+    /// credit for response bytes as the client takes them.
+    var upstream: UpstreamExchange?
+
+    // Response, as the upstream sends it (or the sidecar's own answer).
+    let responseBody: OpaquePointer
+    /// Trailers to send once the body has gone. They share the upstream session's block
+    /// storage until then.
+    var responseTrailers: H2HeaderList?
+
+    init(clientStream: Int32, connection: HTTP2ClientConnection, state: H2CallState, record: CallRecord) {
+        self.clientStream = clientStream
+        self.connection = connection
+        self.state = state
+        self.record = record
+        requestBody = evbuffer_new()
+        responseBody = evbuffer_new()
+        sentCopy = evbuffer_new()
+    }
+
+    deinit {
+        timer?.cancel()
+        evbuffer_free(requestBody)
+        evbuffer_free(responseBody)
+        evbuffer_free(sentCopy)
+    }
+
+    /// Request bytes held for the upstream (unsent, and the copy kept for a retry).
+    var heldRequestBytes: Int { evbuffer_get_length(requestBody) + evbuffer_get_length(sentCopy) }
+
+    /// Puts the request bytes already sent back in front of the unsent ones, for a retry.
+    func rewindRequest() {
+        evbuffer_prepend_buffer(requestBody, sentCopy)
+        requestBytesSent = 0
+    }
+
+    /// Seconds from a `grpc-timeout` value, nil when malformed.
+    static func grpcTimeout(_ value: String) -> Double? {
+        // "1S", "250m": up to 8 digits and a unit (gRPC over HTTP/2 spec).
+        guard let unit = value.last, value.count >= 2, value.count <= 9,
+              let amount = Double(value.dropLast()), value.dropLast().allSatisfy(\.isNumber) else { return nil }
+        switch unit {
+        case "H": return amount * 3600
+        case "M": return amount * 60
+        case "S": return amount
+        case "m": return amount / 1e3
+        case "u": return amount / 1e6
+        case "n": return amount / 1e9
+        default: return nil
+        }
+    }
+
+    // MARK: UpstreamExchangeDelegate — handed to the connection that owns the call
+
+    var requestMethod: String { method }
+    var requestPath: String { path }
+    var requestFields: H2HeaderList { headers }
+    var requestToken: String { token ?? "" }
+    var requestHasBody: Bool { !state.requestEnded || evbuffer_get_length(requestBody) > 0 }
+
+    func pullRequestBody(into buffer: UnsafeMutableRawBufferPointer) -> RequestBodyPull {
+        connection?.pullRequestBody(self, into: buffer) ?? .bytes(0, end: true)
+    }
+
+    func upstreamHeaderBlock(_ fields: H2HeaderList, endStream: Bool) {
+        connection?.upstreamHeaderBlock(self, fields, endStream: endStream)
+    }
+
+    func upstreamData(_ bytes: UnsafeRawBufferPointer) {
+        connection?.upstreamData(self, bytes)
+    }
+
+    func upstreamDataEnded() {
+        connection?.upstreamDataEnded(self)
+    }
+
+    func upstreamClosed(_ end: UpstreamEnd) {
+        connection?.upstreamClosed(self, end)
+    }
+}

@@ -1,0 +1,107 @@
+/// The upstream half of one call: its stream on an `HTTP2UpstreamConnection` to Fleet Engine,
+/// and the answer's flow-control accounting. Made by `HTTP2UpstreamPool.start(_:)` for one
+/// exchange (a resend or a retry is a new one) and moved along only by the connection that
+/// carries it. The client half drives it through `UpstreamExchange`; it reports to the client
+/// half through `UpstreamExchangeDelegate`.
+///
+/// `delegate` is strong and dropped when the exchange is cancelled or reports its end (the
+/// client half drops its own reference to this one when it finishes); `connection` stays
+/// until then, since the connection that carried the answer is owed credit for it.
+final class H2UpstreamStream: UpstreamExchange {
+    enum Place {
+        /// In the pool's queue: every connection is full.
+        case queued
+        /// On a connection that is not ready yet.
+        case pending
+        /// An open stream (`streamID`) of `connection`.
+        case open
+        /// Cancelled, or its end was reported.
+        case ended
+    }
+
+    private(set) var delegate: UpstreamExchangeDelegate?
+    /// The connection carrying (or about to carry) the exchange.
+    private(set) var connection: HTTP2UpstreamConnection?
+    private(set) var place = Place.queued
+    /// The stream, once opened; kept after it closes, for late credit.
+    private(set) var streamID: Int32 = -1
+    /// The upstream ended its answer (END_STREAM): a clean close then completes the exchange.
+    private(set) var answerEnded = false
+
+    /// Response bytes received from the upstream, taken by the client, and given back to the
+    /// upstream as stream credit.
+    private var responseBytesReceived = 0
+    private var responseBytesTaken = 0
+    private var responseBytesCredited = 0
+
+    init(delegate: UpstreamExchangeDelegate) {
+        self.delegate = delegate
+    }
+
+    var isEnded: Bool { if case .ended = place { return true } else { return false } }
+
+    // MARK: Moved along by its connection
+
+    /// Waits on `connection` until it is ready.
+    func wait(on connection: HTTP2UpstreamConnection) {
+        self.connection = connection
+        place = .pending
+    }
+
+    func opened(_ stream: Int32, on connection: HTTP2UpstreamConnection) {
+        self.connection = connection
+        place = .open
+        streamID = stream
+    }
+
+    /// Where it was before it ended (cancelled: nothing more is reported).
+    func markEnded() -> Place {
+        defer { place = .ended }
+        return place
+    }
+
+    func answerDidEnd() {
+        answerEnded = true
+    }
+
+    func received(count: Int) {
+        responseBytesReceived += count
+    }
+
+    /// Stream credit now due, so that at most `bound` bytes the client has not taken are held
+    /// (plus the stream window in flight); counted as given.
+    func creditDue(bound: Int) -> Int {
+        let target = min(responseBytesReceived, responseBytesTaken + bound)
+        guard target > responseBytesCredited else { return 0 }
+        defer { responseBytesCredited = target }
+        return target - responseBytesCredited
+    }
+
+    /// Reports the exchange's end, once; nothing is reported after it.
+    func end(_ end: UpstreamEnd) {
+        guard let delegate else { return }
+        place = .ended
+        self.delegate = nil
+        delegate.upstreamClosed(end)
+    }
+
+    // MARK: UpstreamExchange
+
+    func resumeRequestBody() {
+        connection?.resume(self)
+    }
+
+    func responseTaken(count: Int) {
+        responseBytesTaken += count
+        connection?.creditResponse(self)
+    }
+
+    func cancel(_ why: UpstreamCancel) {
+        delegate = nil
+        if let connection {
+            connection.cancel(self, why)
+        } else {
+            place = .ended
+        }
+    }
+}

@@ -1,0 +1,52 @@
+/// The client half of a call, as the upstream half paired with it sees it: where the request
+/// comes from and where the answer goes. Protocol-neutral (see `UpstreamExchange`); field lists
+/// are `H2HeaderList`s, names lower-case.
+///
+/// The upstream half reports facts only (a header block arrived, the exchange closed and
+/// how); what they mean for the call (an interim head, trailers, a resend, a retry with a fresh
+/// token) is the client half's call machine's decision.
+protocol UpstreamExchangeDelegate: AnyObject {
+    var requestMethod: String { get }
+    var requestPath: String { get }
+    /// The request's regular fields to forward, hop-by-hop fields already dropped.
+    var requestFields: H2HeaderList { get }
+    /// The bearer token to attach.
+    var requestToken: String { get }
+    /// Request body bytes follow the head (they may not have arrived yet).
+    var requestHasBody: Bool { get }
+
+    /// Copies up to `buffer.count` request body bytes out for the upstream.
+    func pullRequestBody(into buffer: UnsafeMutableRawBufferPointer) -> RequestBodyPull
+
+    /// A header block of the answer: its head, an interim head, or its trailers.
+    /// `fields` is lent for the call only: copy what is kept.
+    func upstreamHeaderBlock(_ fields: H2HeaderList, endStream: Bool)
+    /// Response body bytes; lent for the call only.
+    func upstreamData(_ bytes: UnsafeRawBufferPointer)
+    /// The answer's body ended (no trailers).
+    func upstreamDataEnded()
+    /// The exchange is over; nothing more is reported.
+    func upstreamClosed(_ end: UpstreamEnd)
+}
+
+/// What a pull of request body bytes found.
+enum RequestBodyPull {
+    /// `count` bytes were copied; `end`: they are the request's last.
+    case bytes(Int, end: Bool)
+    /// None yet; `UpstreamExchange.resumeRequestBody()` is called when there are.
+    case wait
+}
+
+/// How an upstream exchange ended.
+enum UpstreamEnd {
+    /// The upstream answered in full and closed cleanly.
+    case completed
+    /// The upstream refused the exchange before doing anything with it (HTTP/2
+    /// REFUSED_STREAM): safe to send again if no request body byte left.
+    case refused(ProxyFailure)
+    /// The connection went before the exchange ended: safe to send again if no request body
+    /// byte left.
+    case connectionLost(ProxyFailure)
+    /// The exchange failed (reset, or never opened); not sent again.
+    case failed(ProxyFailure)
+}
