@@ -240,10 +240,10 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             }
         }
         let limits = core.limits
-        let window = min(available, limits.maxHeadBytes)
-        guard let base = evbuffer_pullup(transport.input, window) else { return }
-        let bytes = UnsafeRawBufferPointer(start: base, count: window)
-        switch HTTP1Parser.parseRequest(bytes, maxHeadBytes: limits.maxHeadBytes, maxHeaderCount: limits.maxHeaderCount) {
+        guard let parsed = transport.withInput(upTo: limits.maxHeadBytes, {
+            HTTP1Parser.parseRequest($0.raw, maxHeadBytes: limits.maxHeadBytes, maxHeaderCount: limits.maxHeaderCount)
+        }) else { return }
+        switch parsed {
         case .incomplete:
             break
         case .invalid(let failure):
@@ -291,7 +291,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             refuseBeforeCall(.requestTooLarge("request body of \(n) bytes is over the limit of \(core.limits.maxRequestBodyBytes)"), bodyKnown: false)
             return
         }
-        if let failure = Self.headerRefusal(head.fields) {
+        if let failure = RESTRoute.headerRefusal(fields: head.fields) {
             refuseBeforeCall(failure, bodyKnown: true)
             return
         }
@@ -324,17 +324,6 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             transport.write("HTTP/1.1 100 Continue\r\n\r\n")
         }
         perform(exchange.headParsed(method: head.method, keepAlive: head.keepAlive, chunked: chunked))
-    }
-
-    /// `RESTRoute.headerRefusal` over the field names as the parser left them: no `String`
-    /// per name unless the call is refused.
-    private static func headerRefusal(_ fields: HeadFields) -> ProxyFailure? {
-        var failure: ProxyFailure?
-        fields.forEach { name, _ in
-            failure = RESTRoute.headerRefusal(name: UnsafeRawBufferPointer(name))
-            return failure == nil
-        }
-        return failure
     }
 
     /// Drops a refused request's body when it is already buffered, so the connection can be

@@ -89,10 +89,10 @@ final class HTTP1UpstreamConnection: TransportDelegate {
             switch state {
             case .awaitingHead:
                 guard available > 0 else { return }
-                let window = min(available, limits.maxHeadBytes)
-                guard let base = evbuffer_pullup(transport.input, window) else { return }
-                let bytes = UnsafeRawBufferPointer(start: base, count: window)
-                switch HTTP1Parser.parseResponse(bytes, maxHeadBytes: limits.maxHeadBytes, maxHeaderCount: limits.maxHeaderCount) {
+                guard let parsed = transport.withInput(upTo: limits.maxHeadBytes, {
+                    HTTP1Parser.parseResponse($0.raw, maxHeadBytes: limits.maxHeadBytes, maxHeaderCount: limits.maxHeaderCount)
+                }) else { return }
+                switch parsed {
                 case .incomplete:
                     return
                 case .invalid(let failure):

@@ -167,25 +167,28 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
 
     /// Takes what the sidecar reads from the request head, and keeps the fields it forwards.
     private func readRequestHead(_ call: H2Call, _ fields: H2HeaderList) {
-        fields.forEach { name, value in readRequestField(call, name: name, value: value) }
+        fields.forEach { name, value in
+            readRequestField(call, name: name, value: value)
+            return true
+        }
     }
 
-    private func readRequestField(_ call: H2Call, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    private func readRequestField(_ call: H2Call, name: ByteView, value: ByteView) {
         // Fields stay bytes: only the few the sidecar reads become values of their own.
         if name.first == UInt8(ascii: ":") {
-            if H2HeaderList.equal(name, ":method") {
-                call.method = String(decoding: value, as: UTF8.self)
-            } else if H2HeaderList.equal(name, ":path") {
-                call.path = String(decoding: value, as: UTF8.self)
+            if name == ":method" {
+                call.method = value.string
+            } else if name == ":path" {
+                call.path = value.string
             }
             return // :authority and :scheme are set again for the upstream; no other is forwarded
         }
-        if H2HeaderList.equal(name, "content-type") {
-            call.isGRPC = H2HeaderList.hasPrefix(value, "application/grpc")
-        } else if H2HeaderList.equal(name, "grpc-encoding") {
-            call.grpcEncoding = String(decoding: value, as: UTF8.self)
-        } else if H2HeaderList.equal(name, "grpc-timeout") {
-            call.grpcTimeout = H2Call.grpcTimeout(String(decoding: value, as: UTF8.self))
+        if name == "content-type" {
+            call.isGRPC = value.hasPrefix("application/grpc")
+        } else if name == "grpc-encoding" {
+            call.grpcEncoding = value.string
+        } else if name == "grpc-timeout" {
+            call.grpcTimeout = H2Call.grpcTimeout(value.string)
         } else if HopByHop.dropFromH2Request(name) {
             return
         }
@@ -233,10 +236,8 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
             apply(call.state.handle(.responseTaken(now: core.clock.monotonicNow, drained: evbuffer_get_length(call.responseBody) == 0)), to: call)
         }
         if evbuffer_get_length(call.responseBody) == 0 && call.state.responseEnded {
-            if let trailers = call.responseTrailers {
-                session.submitTrailer(stream: stream, trailers)
-                // Copied by nghttp2; the storage goes back to the upstream session (see relayHead).
-                call.responseTrailers = nil
+            if call.responseTrailers != nil {
+                session.submitTrailer(stream: stream, releasing: &call.responseTrailers)
                 return .bytes(max(n, 0), end: true, trailers: true)
             }
             return .bytes(max(n, 0), end: true, trailers: false)
@@ -413,7 +414,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         // Checked before the route: a method override or a client credential is refused
         // whatever the call is (docs/CONTRACT.md §7), as over HTTP/1.1. Once: the head does not change, and
         // a gRPC call comes back here for each piece of its first message (with its rule set).
-        if call.rule == nil, let failure = Self.headerRefusal(call.headers) {
+        if call.rule == nil, let failure = RESTRoute.headerRefusal(fields: call.headers) {
             refuse(call, failure)
             return
         }
@@ -558,15 +559,6 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         apply(call.state.handle(.upstreamFailed(failure)), to: call)
     }
 
-    /// `RESTRoute.headerRefusal` over the field names as they arrived, for the first refused one.
-    private static func headerRefusal(_ headers: H2HeaderList) -> ProxyFailure? {
-        var failure: ProxyFailure?
-        headers.forEach { name, _ in
-            if failure == nil { failure = RESTRoute.headerRefusal(name: name) }
-        }
-        return failure
-    }
-
     private func relayHead(_ call: H2Call, endStream: Bool) {
         let response = call.responseHeaders
         for i in 0..<response.count where response.name(at: i, is: ":status") {
@@ -575,11 +567,8 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         core.statistics.upstreamStatus[call.record.status, default: 0] += 1
         // :status first (a pseudo-header precedes every regular field), then the rest in order,
         // without the hop-by-hop fields.
-        session.submitResponse(stream: call.clientStream, response, hasBody: !endStream,
-                               leading: { H2HeaderList.equal($0, ":status") }, dropping: HopByHop.dropFromH2Response)
-        // nghttp2 has copied the fields. The list shares the upstream session's block storage:
-        // let go of it, so the next head is gathered there again instead of in a new allocation.
-        call.responseHeaders = H2HeaderList()
+        session.submitResponse(stream: call.clientStream, releasing: &call.responseHeaders, hasBody: !endStream,
+                               leading: { $0 == ":status" }, dropping: HopByHop.dropFromH2Response)
         flushSoon()
     }
 
