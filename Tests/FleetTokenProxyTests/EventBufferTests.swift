@@ -4,7 +4,7 @@ import XCTest
 
 final class EventBufferTests: XCTestCase {
     private func contents(_ buffer: borrowing EventBuffer) -> String {
-        buffer.withPulledUp(buffer.count) { $0.string } ?? ""
+        buffer.withPulledUp(buffer.count) { $0.string }
     }
 
     func testAddRemoveDrainAndCount() {
@@ -55,6 +55,6 @@ final class EventBufferTests: XCTestCase {
         XCTAssertEqual(buffer.withPulledUp(27) { $0.string }, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         XCTAssertEqual(buffer.withPulledUp(1000) { $0.count }, 31, "at most what is held")
         XCTAssertEqual(buffer.count, 31, "a pull-up consumes nothing")
-        XCTAssertNil(EventBuffer().withPulledUp(10) { $0.count }, "an empty buffer has no view")
+        XCTAssertEqual(EventBuffer().withPulledUp(10) { $0.count }, 0, "an empty buffer gives an empty view")
     }
 }

@@ -37,6 +37,15 @@ struct ByteView {
         count = literal.utf8CodeUnitCount
     }
 
+    /// A view of `count` bytes at `start`, for the owning types that know the bytes are there
+    /// (`HeadFields`, `H2HeaderList`): no check beyond the count's sign.
+    @inline(__always)
+    init(start: UnsafePointer<UInt8>, count: Int) {
+        precondition(count >= 0, "a byte view has no negative count")
+        base = start
+        self.count = count
+    }
+
     init(start: UnsafePointer<UInt8>?, count: Int) {
         precondition(count >= 0 && (start != nil || count == 0), "a byte view needs memory for its bytes")
         base = start

@@ -51,16 +51,19 @@ struct EventBuffer: ~Copyable {
         evbuffer_prepend_buffer(pointer, other.pointer)
     }
 
-    /// Calls `body` with the first `count` bytes (fewer when fewer are held) made contiguous;
-    /// nil when the buffer is empty.
-    func withPulledUp<R>(_ count: Int, _ body: (ByteView) -> R) -> R? {
+    /// Calls `body` with the first `count` bytes (fewer when fewer are held) made contiguous,
+    /// still in the buffer: an empty view when it is empty or the bytes could not be joined
+    /// (out of memory).
+    @inline(__always)
+    func withPulledUp<R>(_ count: Int, _ body: (ByteView) -> R) -> R {
         EventBuffer.withPulledUp(pointer, count, body)
     }
 
     /// `withPulledUp` over a buffer someone else owns (a bufferevent's input: `Transport`).
-    static func withPulledUp<R>(_ buffer: OpaquePointer, _ count: Int, _ body: (ByteView) -> R) -> R? {
+    @inline(__always)
+    static func withPulledUp<R>(_ buffer: OpaquePointer, _ count: Int, _ body: (ByteView) -> R) -> R {
         let n = min(count, evbuffer_get_length(buffer))
-        guard n > 0, let base = evbuffer_pullup(buffer, n) else { return nil }
+        guard n > 0, let base = evbuffer_pullup(buffer, n) else { return body(ByteView(start: nil, count: 0)) }
         return body(ByteView(start: base, count: n))
     }
 }

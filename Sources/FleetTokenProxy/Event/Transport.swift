@@ -105,10 +105,12 @@ final class Transport {
     var outputLength: Int { bev.map { evbuffer_get_length(bufferevent_get_output($0)) } ?? 0 }
 
     /// Calls `body` with the first `count` bytes of the input (fewer when fewer arrived) made
-    /// contiguous, still in the input; nil when nothing arrived or the transport is closed.
-    /// The view is valid only inside `body`, which must not consume input.
-    func withInput<R>(upTo count: Int, _ body: (ByteView) -> R) -> R? {
-        guard let bev else { return nil }
+    /// contiguous, still in the input: an empty view when nothing arrived, the transport is
+    /// closed or the bytes could not be joined (out of memory). The view is valid only inside
+    /// `body`, which must not consume input.
+    @inline(__always)
+    func withInput<R>(upTo count: Int, _ body: (ByteView) -> R) -> R {
+        guard let bev else { return body(ByteView(start: nil, count: 0)) }
         return EventBuffer.withPulledUp(bufferevent_get_input(bev), count, body)
     }
 

@@ -87,10 +87,9 @@ final class BufferedServerConnection: TransportDelegate {
             if head == nil {
                 let available = transport.inputLength
                 guard available > 0 else { return }
-                guard let parsed = transport.withInput(upTo: 64 * 1024, {
+                switch transport.withInput(upTo: 64 * 1024, {
                     HTTP1Parser.parseRequest($0.raw, maxHeadBytes: 64 * 1024, maxHeaderCount: 200)
-                }) else { return }
-                switch parsed {
+                }) {
                 case .incomplete: return
                 case .invalid(let failure):
                     respond(HTTPResponse.json(failure.httpStatus, String(decoding: ErrorResponse.jsonBody(failure), as: UTF8.self)), keepAlive: false)

@@ -240,10 +240,9 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             }
         }
         let limits = core.limits
-        guard let parsed = transport.withInput(upTo: limits.maxHeadBytes, {
+        switch transport.withInput(upTo: limits.maxHeadBytes, {
             HTTP1Parser.parseRequest($0.raw, maxHeadBytes: limits.maxHeadBytes, maxHeaderCount: limits.maxHeaderCount)
-        }) else { return }
-        switch parsed {
+        }) {
         case .incomplete:
             break
         case .invalid(let failure):

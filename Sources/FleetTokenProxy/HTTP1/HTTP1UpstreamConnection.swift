@@ -89,10 +89,9 @@ final class HTTP1UpstreamConnection: TransportDelegate {
             switch state {
             case .awaitingHead:
                 guard available > 0 else { return }
-                guard let parsed = transport.withInput(upTo: limits.maxHeadBytes, {
+                switch transport.withInput(upTo: limits.maxHeadBytes, {
                     HTTP1Parser.parseResponse($0.raw, maxHeadBytes: limits.maxHeadBytes, maxHeaderCount: limits.maxHeaderCount)
-                }) else { return }
-                switch parsed {
+                }) {
                 case .incomplete:
                     return
                 case .invalid(let failure):

@@ -115,11 +115,17 @@ public struct HeadFields: Sendable {
         @inline(__always)
         func slice(_ range: Range<Int>) -> ByteView { bytes.slice(range) }
 
+        /// The bytes from offset `lower` to `upper`, which the invariant keeps within `bytes`.
         @inline(__always)
-        func name(_ i: Int) -> ByteView { slice(offset(i, 0)..<offset(i, 1)) }
+        private func field(_ lower: Int, _ upper: Int) -> ByteView {
+            ByteView(start: bytes.base.unsafelyUnwrapped + lower, count: upper - lower)
+        }
 
         @inline(__always)
-        func value(_ i: Int) -> ByteView { slice(offset(i, 2)..<offset(i, 3)) }
+        func name(_ i: Int) -> ByteView { field(offset(i, 0), offset(i, 1)) }
+
+        @inline(__always)
+        func value(_ i: Int) -> ByteView { field(offset(i, 2), offset(i, 3)) }
     }
 
     @inline(__always)
