@@ -51,8 +51,8 @@ final class HopByHopTests: XCTestCase {
         XCTAssertEqual(out, "X-Kept: 1\r\n")
     }
 
-    private func bytes<R>(_ text: String, _ body: (UnsafeRawBufferPointer) -> R) -> R {
-        Array(text.utf8).withUnsafeBytes(body)
+    private func bytes<R>(_ text: String, _ body: (ByteView) -> R) -> R {
+        text.withByteView(body)
     }
 
     func testH2RequestFieldsTheSidecarSetsOrThatAreConnectionSpecificAreDropped() {

@@ -456,15 +456,15 @@ final class RESTRouteTests: XCTestCase {
 
     func testMethodOverrideHeadersAreRecognisedInAnyCase() {
         for name in ["X-HTTP-Method-Override", "x-http-method", "X-Method-Override"] {
-            let failure = RESTRoute.headerRefusal(HTTPHeaders([(name: "Host", value: "h"), (name: name, value: "DELETE")]))
+            let failure = headerRefusal(HTTPHeaders([(name: "Host", value: "h"), (name: name, value: "DELETE")]))
             XCTAssertEqual(failure?.httpStatus, 400, name)
             XCTAssertEqual(failure?.statusName, "INVALID_ARGUMENT", name)
         }
-        XCTAssertNil(RESTRoute.headerRefusal(HTTPHeaders([(name: "X-HTTP-Methods", value: "x"), (name: "X-Goog-Api-Keys", value: "x")])))
+        XCTAssertNil(headerRefusal(HTTPHeaders([(name: "X-HTTP-Methods", value: "x"), (name: "X-Goog-Api-Keys", value: "x")])))
     }
 
     func testAClientAPIKeyHeaderIsRefused() {
-        let failure = RESTRoute.headerRefusal(HTTPHeaders([(name: "x-goog-api-key", value: "AIza")]))
+        let failure = headerRefusal(HTTPHeaders([(name: "x-goog-api-key", value: "AIza")]))
         XCTAssertEqual(failure?.httpStatus, 400)
         XCTAssertFalse(failure?.message.contains("AIza") ?? true, "the credential is not echoed")
     }
@@ -472,12 +472,35 @@ final class RESTRouteTests: XCTestCase {
     func testHeaderRefusalOverNameBytesMatchesTheStringCheck() {
         for name in ["X-HTTP-Method-Override", "x-http-method", "X-METHOD-OVERRIDE", "X-Goog-Api-Key", "x-goog-api-key",
                      "x-http-methods", "x-goog-api-ke", "content-type", "", "x-http-method-overrid\u{e9}"] {
-            let fromBytes = Array(name.utf8).withUnsafeBytes { RESTRoute.headerRefusal(name: $0) }
-            let fromString = RESTRoute.headerRefusal(HTTPHeaders([(name: name, value: "v")]))
+            let fromBytes = name.withByteView { RESTRoute.headerRefusal(name: $0) }
+            let fromString = headerRefusal(HTTPHeaders([(name: name, value: "v")]))
             XCTAssertEqual(fromBytes?.message, fromString?.message, name)
         }
-        XCTAssertNotNil(Array("X-Http-Method".utf8).withUnsafeBytes { RESTRoute.headerRefusal(name: $0) })
-        XCTAssertNil(Array("x-http-metho".utf8).withUnsafeBytes { RESTRoute.headerRefusal(name: $0) })
+        XCTAssertNotNil("X-Http-Method".withByteView { RESTRoute.headerRefusal(name: $0) })
+        XCTAssertNil("x-http-metho".withByteView { RESTRoute.headerRefusal(name: $0) })
+    }
+
+    func testHeaderRefusalIsTheSameOverAnHTTP2HeaderList() {
+        var refused = H2HeaderList()
+        refused.append(name: ":path", value: "/v1/providers/p/vehicles/v1")
+        refused.append(name: "x-goog-api-key", value: "AIza")
+        refused.append(name: "x-http-method-override", value: "DELETE")
+        let failure = RESTRoute.headerRefusal(fields: refused)
+        // The first refused field is the one named, as over HTTP/1.1.
+        XCTAssertEqual(failure?.message, headerRefusal(HTTPHeaders([(name: "x-goog-api-key", value: "AIza"),
+                                                                    (name: "x-http-method-override", value: "DELETE")]))?.message)
+        XCTAssertTrue(failure?.message.contains("credential") ?? false)
+        XCTAssertFalse(failure?.message.contains("AIza") ?? true, "the credential is not echoed")
+        var accepted = H2HeaderList()
+        accepted.append(name: "content-type", value: "application/json")
+        accepted.append(name: "x-http-methods", value: "x")
+        XCTAssertNil(RESTRoute.headerRefusal(fields: accepted))
+        XCTAssertNil(RESTRoute.headerRefusal(fields: H2HeaderList()))
+    }
+
+    /// The check over a parsed HTTP/1.1 head holding `headers`.
+    private func headerRefusal(_ headers: HTTPHeaders) -> ProxyFailure? {
+        RESTRoute.headerRefusal(fields: HeadFields(headers))
     }
 }
 

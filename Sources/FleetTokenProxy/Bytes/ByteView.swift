@@ -26,6 +26,26 @@ struct ByteView {
         count = raw.count
     }
 
+    /// A part of a buffer (a path segment, a query parameter).
+    init(_ slice: Slice<UnsafeBufferPointer<UInt8>>) {
+        self.init(UnsafeBufferPointer(rebasing: slice))
+    }
+
+    /// The bytes of a literal (static memory: the view is valid for the whole run).
+    init(_ literal: StaticString) {
+        base = literal.utf8CodeUnitCount > 0 ? literal.utf8Start : nil
+        count = literal.utf8CodeUnitCount
+    }
+
+    /// A view of `count` bytes at `start`, for the owning types that know the bytes are there
+    /// (`HeadFields`, `H2HeaderList`): no check beyond the count's sign.
+    @inline(__always)
+    init(start: UnsafePointer<UInt8>, count: Int) {
+        precondition(count >= 0, "a byte view has no negative count")
+        base = start
+        self.count = count
+    }
+
     init(start: UnsafePointer<UInt8>?, count: Int) {
         precondition(count >= 0 && (start != nil || count == 0), "a byte view needs memory for its bytes")
         base = start
@@ -37,12 +57,14 @@ struct ByteView {
     /// The first byte, nil when empty.
     var first: UInt8? { count > 0 ? base.unsafelyUnwrapped[0] : nil }
 
+    @inline(__always)
     subscript(index: Int) -> UInt8 {
         precondition(index >= 0 && index < count, "byte view index out of range")
         return base.unsafelyUnwrapped[index]
     }
 
     /// The bytes in `range` (offsets into this view).
+    @inline(__always)
     func slice(_ range: Range<Int>) -> ByteView {
         precondition(range.lowerBound >= 0 && range.upperBound <= count, "byte view slice out of range")
         return ByteView(start: range.isEmpty ? base : base.unsafelyUnwrapped + range.lowerBound, count: range.count)
@@ -56,19 +78,23 @@ struct ByteView {
 
     /// Byte-for-byte equality with a literal: one length check and one `memcmp`, not a generic
     /// sequence walk.
+    @inline(__always)
     static func == (view: ByteView, literal: StaticString) -> Bool {
         view.count == literal.utf8CodeUnitCount && view.startsWith(literal)
     }
 
+    @inline(__always)
     static func != (view: ByteView, literal: StaticString) -> Bool { !(view == literal) }
 
     /// True when the bytes begin with `literal`, byte for byte.
+    @inline(__always)
     func hasPrefix(_ literal: StaticString) -> Bool {
         count >= literal.utf8CodeUnitCount && startsWith(literal)
     }
 
     /// ASCII case-insensitive equality with a literal written in lower case (a header name as an
     /// HTTP/1.1 client may spell it, `Content-Length`, against `"content-length"`).
+    @inline(__always)
     func equalsLowercased(_ lower: StaticString) -> Bool {
         count == lower.utf8CodeUnitCount
             && Self.foldedEqual(base, lower.utf8Start, count)
@@ -76,10 +102,12 @@ struct ByteView {
 
     /// ASCII case-insensitive equality of two views (letters compared without case, every other
     /// byte exactly).
+    @inline(__always)
     func equalsIgnoringCase(_ other: ByteView) -> Bool {
         count == other.count && Self.foldedEqual(base, other.base, count)
     }
 
+    @inline(__always)
     private func startsWith(_ literal: StaticString) -> Bool {
         let n = literal.utf8CodeUnitCount
         return n == 0 || memcmp(base.unsafelyUnwrapped, literal.utf8Start, n) == 0

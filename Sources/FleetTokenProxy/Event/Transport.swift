@@ -17,6 +17,11 @@ protocol TransportDelegate: AnyObject {
 /// delegate. The owner calls `close()` exactly where it closes; that frees the bufferevent and
 /// with it the socket (and the SSL object), after which no callback can arrive.
 ///
+/// Invariant: `bev` is live until `close()` sets it to nil, and every libevent call on it
+/// checks that first; the C callbacks carry an unretained pointer to this object, valid
+/// because `close()` (at the latest in `deinit`) frees the bufferevent before the object
+/// goes; a view of the input (`withInput`) lives only for its closure.
+///
 /// On a plain socket the owner may switch reading to `DirectReads` (`readDirectly()`): the
 /// bufferevent asks the kernel how many bytes are waiting (`FIONREAD`) before every read, one
 /// system call per read that this path does without; the delegate sees the same callbacks.
@@ -99,6 +104,29 @@ final class Transport {
     var inputLength: Int { bev.map { evbuffer_get_length(bufferevent_get_input($0)) } ?? 0 }
     var outputLength: Int { bev.map { evbuffer_get_length(bufferevent_get_output($0)) } ?? 0 }
 
+    /// Calls `body` with the first `count` bytes of the input (fewer when fewer arrived) made
+    /// contiguous, still in the input: an empty view when nothing arrived, the transport is
+    /// closed or the bytes could not be joined (out of memory). The view is valid only inside
+    /// `body`, which must not consume input.
+    @inline(__always)
+    func withInput<R>(upTo count: Int, _ body: (ByteView) -> R) -> R {
+        guard let bev else { return body(ByteView(start: nil, count: 0)) }
+        return EventBuffer.withPulledUp(bufferevent_get_input(bev), count, body)
+    }
+
+    /// Discards the first `count` bytes of the input (consumed by whoever read them).
+    func drainInput(_ count: Int) {
+        guard let bev, count > 0 else { return }
+        evbuffer_drain(bufferevent_get_input(bev), count)
+    }
+
+    /// Moves up to `buffer.count` bytes from the front of the input into `buffer`; returns
+    /// how many.
+    func removeInput(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        guard let bev, buffer.count > 0 else { return 0 }
+        return max(Int(evbuffer_remove(bufferevent_get_input(bev), buffer.baseAddress, buffer.count)), 0)
+    }
+
     func enableReading() {
         guard let bev else { return }
         if let directReads { directReads.enable() } else { bufferevent_enable(bev, Int16(EV_READ)) }
@@ -120,10 +148,6 @@ final class Transport {
         guard let bev else { return }
         if let directReads { directReads.disable() } else { bufferevent_disable(bev, Int16(EV_READ)) }
     }
-    func enableWriting() { if let bev { bufferevent_enable(bev, Int16(EV_WRITE)) } }
-
-    /// The write callback fires when output falls to `low` bytes.
-    func setWriteLowWater(_ low: Int) { if let bev { bufferevent_setwatermark(bev, Int16(EV_WRITE), low, 0) } }
 
     /// libevent stops reading from the socket while `input` holds more than `high` bytes.
     func setReadHighWater(_ high: Int) {
@@ -171,6 +195,12 @@ final class Transport {
     func write(_ text: String) {
         var text = text
         text.withUTF8 { write(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// `moveIn` from a buffer this side owns.
+    @discardableResult
+    func moveIn(from source: borrowing EventBuffer, count: Int) -> Int {
+        moveIn(from: source.pointer, count: count)
     }
 
     /// Moves up to `count` bytes from `source` to this transport's output without copying.

@@ -87,15 +87,15 @@ final class BufferedServerConnection: TransportDelegate {
             if head == nil {
                 let available = transport.inputLength
                 guard available > 0 else { return }
-                let window = min(available, 64 * 1024)
-                guard let base = evbuffer_pullup(transport.input, window) else { return }
-                switch HTTP1Parser.parseRequest(UnsafeRawBufferPointer(start: base, count: window), maxHeadBytes: 64 * 1024, maxHeaderCount: 200) {
+                switch transport.withInput(upTo: 64 * 1024, {
+                    HTTP1Parser.parseRequest($0.raw, maxHeadBytes: 64 * 1024, maxHeaderCount: 200)
+                }) {
                 case .incomplete: return
                 case .invalid(let failure):
                     respond(HTTPResponse.json(failure.httpStatus, String(decoding: ErrorResponse.jsonBody(failure), as: UTF8.self)), keepAlive: false)
                     return
                 case .complete(let h, let length):
-                    evbuffer_drain(transport.input, length)
+                    transport.drainInput(length)
                     head = h
                     body = []
                     chunked = nil
@@ -131,7 +131,7 @@ final class BufferedServerConnection: TransportDelegate {
                     return !r.finished && r.consumed == piece.count
                 }
             }
-            evbuffer_drain(transport.input, consumed)
+            transport.drainInput(consumed)
             chunked = scanner
             if bad || body.count > server.maxBodyBytes {
                 respond(.json(400, #"{"error":{"code":400,"message":"bad chunked body","status":"INVALID_ARGUMENT"}}"#), keepAlive: false)
@@ -143,7 +143,7 @@ final class BufferedServerConnection: TransportDelegate {
         if take > 0 {
             let start = body.count
             body.append(contentsOf: repeatElement(0, count: take))
-            body.withUnsafeMutableBytes { _ = evbuffer_remove(transport.input, $0.baseAddress! + start, take) }
+            body.withUnsafeMutableBytes { _ = transport.removeInput(into: UnsafeMutableRawBufferPointer(rebasing: $0[start...])) }
             remaining -= take
         }
         return remaining == 0

@@ -213,10 +213,9 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             }
         }
         let limits = core.limits
-        let window = min(available, limits.maxHeadBytes)
-        guard let base = evbuffer_pullup(transport.input, window) else { return }
-        let bytes = UnsafeRawBufferPointer(start: base, count: window)
-        switch HTTP1Parser.parseRequest(bytes, maxHeadBytes: limits.maxHeadBytes, maxHeaderCount: limits.maxHeaderCount) {
+        switch transport.withInput(upTo: limits.maxHeadBytes, {
+            HTTP1Parser.parseRequest($0.raw, maxHeadBytes: limits.maxHeadBytes, maxHeaderCount: limits.maxHeaderCount)
+        }) {
         case .incomplete:
             break
         case .invalid(let failure):
@@ -225,7 +224,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             // Its framing is unknown: the connection cannot find the next request.
             refuseHead(failure, record: record, skippingIfBuffered: nil)
         case .complete(let head, let length):
-            evbuffer_drain(transport.input, length)
+            transport.drainInput(length)
             // The head timer stays armed (see `headTimer`): out of `readingHead`, its firing
             // changes nothing.
             start(head)
@@ -294,24 +293,13 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         if case .contentLength(let n) = head.framing, n > core.limits.maxRequestBodyBytes {
             return .refuse(.requestTooLarge("request body of \(n) bytes is over the limit of \(core.limits.maxRequestBodyBytes)"), bodyKnown: false)
         }
-        if let failure = Self.headerRefusal(head.fields) {
+        if let failure = RESTRoute.headerRefusal(fields: head.fields) {
             return .refuse(failure, bodyKnown: true)
         }
         switch head.withTarget({ RESTRoute.classify(method: head.method, target: $0) }) {
         case .failure(let failure): return .refuse(failure, bodyKnown: true)
         case .success(let key): return .call(key)
         }
-    }
-
-    /// `RESTRoute.headerRefusal` over the field names as the parser left them: no `String`
-    /// per name unless the call is refused.
-    private static func headerRefusal(_ fields: HeadFields) -> ProxyFailure? {
-        var failure: ProxyFailure?
-        fields.forEach { name, _ in
-            failure = RESTRoute.headerRefusal(name: UnsafeRawBufferPointer(name))
-            return failure == nil
-        }
-        return failure
     }
 
     /// Whether the body is out of the way once `skip` drops it: held, or wholly buffered.
@@ -326,7 +314,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
 
     /// Drops a refused request's buffered body, so the connection can carry the next one.
     private func skip(_ body: RequestBody) {
-        if case .remaining(let n) = body, n > 0 { evbuffer_drain(transport.input, n) }
+        if case .remaining(let n) = body, n > 0 { transport.drainInput(n) }
     }
 
     /// Reads and decodes a chunked body whole (extensions and trailers dropped): the sidecar
@@ -351,7 +339,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             }
             return
         }
-        evbuffer_drain(transport.input, consumed)
+        transport.drainInput(consumed)
         swap(&held, &call.held)
         guard finished else {
             call.body = .chunked(scanner)
@@ -476,7 +464,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
                 // A small body that has fully arrived goes out with the head in one write, and
                 // a copy is kept so the request can be sent again if this connection was dead.
                 var body = [UInt8](repeating: 0, count: n)
-                if n > 0 { body.withUnsafeMutableBytes { _ = evbuffer_remove(transport.input, $0.baseAddress, n) } }
+                if n > 0 { body.withUnsafeMutableBytes { _ = transport.removeInput(into: $0) } }
                 call.held = body
                 call.body = .held
             }

@@ -99,6 +99,10 @@ struct StatusLine {
 
 /// The bytes of a head as a plain pointer and count: unlike `UnsafeRawBufferPointer` there is
 /// no optional base address to check again on every access in the per-byte loops.
+///
+/// Invariant: `base` points at `count` bytes the caller of the parse keeps alive and unchanged
+/// for the whole parse; every index the parser uses is below `count` (its loops check before
+/// they read, so the subscript does not check again).
 struct HeadBytes {
     let base: UnsafePointer<UInt8>
     let count: Int
@@ -111,35 +115,32 @@ struct HeadBytes {
     func word(at i: Int) -> UInt64 { UnsafeRawPointer(base + i).loadUnaligned(as: UInt64.self) }
 
     /// Decodes a slice of ASCII (a token or a request target, already validated) as a String.
-    func string(_ range: Range<Int>) -> String {
-        String(decoding: UnsafeBufferPointer(start: base + range.lowerBound, count: range.count), as: UTF8.self)
-    }
+    func string(_ range: Range<Int>) -> String { view(range).string }
 
     /// A method token as a String: the ones Fleet Engine routes take (and HEAD) are literals,
     /// which cost neither an allocation nor a decoding pass.
     func method(_ range: Range<Int>) -> String {
         switch range.count {
         case 3:
-            if equals(range, "GET") { return "GET" }
-            if equals(range, "PUT") { return "PUT" }
+            if view(range) == "GET" { return "GET" }
+            if view(range) == "PUT" { return "PUT" }
         case 4:
-            if equals(range, "POST") { return "POST" }
-            if equals(range, "HEAD") { return "HEAD" }
+            if view(range) == "POST" { return "POST" }
+            if view(range) == "HEAD" { return "HEAD" }
         case 5:
-            if equals(range, "PATCH") { return "PATCH" }
+            if view(range) == "PATCH" { return "PATCH" }
         case 6:
-            if equals(range, "DELETE") { return "DELETE" }
+            if view(range) == "DELETE" { return "DELETE" }
         default:
             break
         }
         return string(range)
     }
 
-    /// The bytes of `range` are exactly `literal` (case-sensitive).
+    /// The bytes of `range`, for comparing with literals.
     @inline(__always)
-    func equals(_ range: Range<Int>, _ literal: StaticString) -> Bool {
-        bytesEqual(UnsafeBufferPointer(start: base + range.lowerBound, count: range.count), literal)
-    }
+    func view(_ range: Range<Int>) -> ByteView { ByteView(start: base + range.lowerBound, count: range.count) }
+
 
     /// No byte of `range` is 0x80 or above; eight bytes at a time.
     @inline(__always)
@@ -464,18 +465,18 @@ struct FieldFacts {
     mutating func note(name: Range<Int>, value: Range<Int>, in bytes: HeadBytes) throws(HeadStop) {
         // Sorting by length first keeps the common case (any other name) to one compare.
         switch name.count {
-        case 4 where ASCII.equalsLowercased(bytes, name, "host"):
+        case 4 where bytes.view(name).equalsLowercased("host"):
             hostLines += 1
-        case 6 where ASCII.equalsLowercased(bytes, name, "expect"):
+        case 6 where bytes.view(name).equalsLowercased("expect"):
             ASCII.forEachListElement(bytes, value) { element in
-                if ASCII.equalsLowercased(bytes, element, "100-continue") { expectsContinue = true }
+                if bytes.view(element).equalsLowercased("100-continue") { expectsContinue = true }
             }
-        case 10 where ASCII.equalsLowercased(bytes, name, "connection"):
+        case 10 where bytes.view(name).equalsLowercased("connection"):
             ASCII.forEachListElement(bytes, value) { element in
-                if ASCII.equalsLowercased(bytes, element, "close") { connectionClose = true }
-                if ASCII.equalsLowercased(bytes, element, "keep-alive") { connectionKeepAlive = true }
+                if bytes.view(element).equalsLowercased("close") { connectionClose = true }
+                if bytes.view(element).equalsLowercased("keep-alive") { connectionKeepAlive = true }
             }
-        case 14 where ASCII.equalsLowercased(bytes, name, "content-length"):
+        case 14 where bytes.view(name).equalsLowercased("content-length"):
             guard let length = ASCII.parseContentLength(bytes, value) else {
                 throw .malformed("invalid Content-Length (digits only, at most 2^53)")
             }
@@ -483,13 +484,13 @@ struct FieldFacts {
                 throw .malformed("conflicting Content-Length values")
             }
             contentLength = length
-        case 17 where ASCII.equalsLowercased(bytes, name, "transfer-encoding"):
+        case 17 where bytes.view(name).equalsLowercased("transfer-encoding"):
             transferEncodingLines += 1
-            transferEncodingIsExactlyChunked = ASCII.equalsLowercased(bytes, value, "chunked")
+            transferEncodingIsExactlyChunked = bytes.view(value).equalsLowercased("chunked")
             var last: Range<Int>?
             ASCII.forEachListElement(bytes, value) { element in last = element }
             if let last {
-                chunkedIsFinalCoding = ASCII.equalsLowercased(bytes, ASCII.codingName(bytes, last), "chunked")
+                chunkedIsFinalCoding = bytes.view(ASCII.codingName(bytes, last)).equalsLowercased("chunked")
             }
         default:
             break
@@ -601,20 +602,6 @@ enum ASCII {
         return digits.withUTF8Buffer { d in
             String(decoding: [0x30, 0x78, d[Int(b >> 4)], d[Int(b & 15)]], as: UTF8.self)
         }
-    }
-
-    /// ASCII case-insensitive comparison of an already validated name or value with a literal
-    /// made of lowercase letters, digits and `-`.
-    @inline(__always)
-    static func equalsLowercased(_ bytes: HeadBytes, _ range: Range<Int>, _ literal: StaticString) -> Bool {
-        guard range.count == literal.utf8CodeUnitCount else { return false }
-        let lit = literal.utf8Start
-        for k in 0..<range.count {
-            // `| 0x20` folds A–Z onto a–z. The only other bytes it maps onto a digit or `-` are
-            // control bytes, which validated names and values lack (HTAB would become `)`).
-            if bytes[range.lowerBound + k] | 0x20 != lit[k] { return false }
-        }
-        return true
     }
 
     /// Calls `body` with each non-empty element of a comma-separated list (RFC 9110 §5.6.1),

@@ -86,7 +86,7 @@ final class HTTP1UpstreamConnection: TransportDelegate {
             if available > 0 { bytesReceived = true }
             switch state {
             case .awaitingHead:
-                guard available > 0, readHead(available: available) else { return }
+                guard available > 0, readHead() else { return }
             case .readingBody(let progress):
                 readBody(progress, available: available)
                 return
@@ -103,18 +103,17 @@ final class HTTP1UpstreamConnection: TransportDelegate {
     /// Parses the answer's head from the input; true when it was read and its body (or the
     /// real answer after an interim one) may follow in the input.
     @inline(__always)
-    private func readHead(available: Int) -> Bool {
-        let window = min(available, limits.maxHeadBytes)
-        guard let base = evbuffer_pullup(transport.input, window) else { return false }
-        let bytes = UnsafeRawBufferPointer(start: base, count: window)
-        switch HTTP1Parser.parseResponse(bytes, maxHeadBytes: limits.maxHeadBytes, maxHeaderCount: limits.maxHeaderCount) {
+    private func readHead() -> Bool {
+        switch transport.withInput(upTo: limits.maxHeadBytes, {
+            HTTP1Parser.parseResponse($0.raw, maxHeadBytes: limits.maxHeadBytes, maxHeaderCount: limits.maxHeaderCount)
+        }) {
         case .incomplete:
             return false
         case .invalid(let failure):
             fail(.upstreamUnavailable("malformed response from \(pool.origin): \(failure.message)"))
             return false
         case .complete(let head, let length):
-            evbuffer_drain(transport.input, length)
+            transport.drainInput(length)
             if head.status == 101 {
                 // The sidecar never asks for an upgrade: what follows is not HTTP.
                 fail(.upstreamUnavailable("\(pool.origin) answered 101 Switching Protocols, which was never asked for"))
@@ -221,7 +220,7 @@ final class HTTP1UpstreamConnection: TransportDelegate {
     // MARK: Private
 
     private func deliver(_ count: Int) {
-        guard let sink else { evbuffer_drain(transport.input, count); return }
+        guard let sink else { transport.drainInput(count); return }
         sink.responseBody(transport.input, count: count, from: self)
     }
 

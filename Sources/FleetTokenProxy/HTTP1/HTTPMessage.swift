@@ -22,11 +22,6 @@ public struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
 
     public mutating func remove(_ name: String) { fields.removeAll { $0.name.asciiCaseInsensitiveEquals(name) } }
 
-    public mutating func replace(_ name: String, _ value: String) {
-        remove(name)
-        add(name, value)
-    }
-
     public func makeIterator() -> IndexingIterator<[(name: String, value: String)]> { fields.makeIterator() }
 }
 
@@ -82,53 +77,11 @@ extension StringProtocol {
         // Native strings and their substrings are contiguous: compare through pointers instead
         // of stepping two string indices (this runs for every header field several times a call).
         if let equal = a.withContiguousStorageIfAvailable({ x in
-            b.withContiguousStorageIfAvailable { y in asciiFoldedEqual(x, y) }
+            b.withContiguousStorageIfAvailable { y in ByteView(x).equalsIgnoringCase(ByteView(y)) }
         }), let equal {
             return equal
         }
-        var i = a.startIndex, j = b.startIndex
-        while i != a.endIndex {
-            let x = a[i], y = b[j]
-            if x != y {
-                let lx = (x >= 65 && x <= 90) ? x | 0x20 : x
-                let ly = (y >= 65 && y <= 90) ? y | 0x20 : y
-                if lx != ly { return false }
-            }
-            a.formIndex(after: &i)
-            b.formIndex(after: &j)
-        }
-        return true
+        // Anything else (a bridged string) is copied once into native strings.
+        return String(self).withByteView { x in String(other).withByteView { y in x.equalsIgnoringCase(y) } }
     }
-}
-
-/// Byte-wise equality of two equally long buffers, ASCII letters compared without case: header
-/// names as Strings (`asciiCaseInsensitiveEquals`) and as bytes (`RESTRoute.headerRefusal`).
-@inline(__always)
-func asciiFoldedEqual(_ a: UnsafeBufferPointer<UInt8>, _ b: UnsafeBufferPointer<UInt8>) -> Bool {
-    for k in 0..<a.count {
-        let x = a[k], y = b[k]
-        if x != y {
-            let lx = (x >= 65 && x <= 90) ? x | 0x20 : x
-            let ly = (y >= 65 && y <= 90) ? y | 0x20 : y
-            if lx != ly { return false }
-        }
-    }
-    return true
-}
-
-/// ASCII case-insensitive equality of bytes (a field name or value) with a lower-case literal.
-@inline(__always)
-func asciiEqualsLowercased(_ bytes: UnsafeBufferPointer<UInt8>, _ lower: StaticString) -> Bool {
-    bytes.count == lower.utf8CodeUnitCount
-        && asciiFoldedEqual(bytes, UnsafeBufferPointer(start: lower.utf8Start, count: lower.utf8CodeUnitCount))
-}
-
-/// Byte-for-byte (case-sensitive) equality of bytes with a literal, by pointer: the generic
-/// `elementsEqual` over a slice cost about 170 instructions.
-@inline(__always)
-func bytesEqual(_ bytes: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
-    guard bytes.count == literal.utf8CodeUnitCount else { return false }
-    let lit = literal.utf8Start
-    for k in 0..<bytes.count where bytes[k] != lit[k] { return false }
-    return true
 }

@@ -5,6 +5,9 @@
 /// and one allocation a head, where a `String` per name and value cost about 8,500
 /// instructions a proxied call (building and freeing them). `headers` still gives the fields
 /// as `HTTPHeaders` for code off that path (the buffered servers, tests, invariants).
+///
+/// Invariant: `storage` is never mutated after the initializer; the pointers `withView` and
+/// `forEach` hand out point into it and live only for their closure.
 public struct HeadFields: Sendable {
     /// One field line: where its name and its value (without outer whitespace) are.
     struct Line: Sendable {
@@ -73,7 +76,7 @@ public struct HeadFields: Sendable {
     public var headers: HTTPHeaders {
         withView { view in
             HTTPHeaders((0..<view.count).map { i in
-                (name: String(decoding: view.name(i), as: UTF8.self), value: String(decoding: view.value(i), as: UTF8.self))
+                (name: view.name(i).string, value: view.value(i).string)
             })
         }
     }
@@ -83,13 +86,17 @@ public struct HeadFields: Sendable {
     var writtenBound: Int { linesStart + count }
 
     /// The head's bytes and its lines, for the length of `withView`.
+    ///
+    /// Invariant: `bytes` and `lines` point into `storage`, which `withView` keeps alive and
+    /// unchanged while the view exists; every offset stored in the lines is within `bytes`
+    /// (the initializer takes them from ranges into the bytes it copies).
     struct View {
         /// The head's bytes: every range points into them.
-        let bytes: UnsafeBufferPointer<UInt8>
+        let bytes: ByteView
         let count: Int
         private let lines: UnsafeRawPointer
 
-        fileprivate init(bytes: UnsafeBufferPointer<UInt8>, count: Int, lines: UnsafeRawPointer) {
+        fileprivate init(bytes: ByteView, count: Int, lines: UnsafeRawPointer) {
             self.bytes = bytes
             self.count = count
             self.lines = lines
@@ -106,30 +113,38 @@ public struct HeadFields: Sendable {
         }
 
         @inline(__always)
-        func slice(_ range: Range<Int>) -> UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(rebasing: bytes[range]) }
+        func slice(_ range: Range<Int>) -> ByteView { bytes.slice(range) }
+
+        /// The bytes from offset `lower` to `upper`, which the invariant keeps within `bytes`.
+        @inline(__always)
+        private func field(_ lower: Int, _ upper: Int) -> ByteView {
+            ByteView(start: bytes.base.unsafelyUnwrapped + lower, count: upper - lower)
+        }
 
         @inline(__always)
-        func name(_ i: Int) -> UnsafeBufferPointer<UInt8> { slice(offset(i, 0)..<offset(i, 1)) }
+        func name(_ i: Int) -> ByteView { field(offset(i, 0), offset(i, 1)) }
 
         @inline(__always)
-        func value(_ i: Int) -> UnsafeBufferPointer<UInt8> { slice(offset(i, 2)..<offset(i, 3)) }
+        func value(_ i: Int) -> ByteView { field(offset(i, 2), offset(i, 3)) }
     }
 
     @inline(__always)
     func withView<R>(_ body: (View) throws -> R) rethrows -> R {
         try storage.withUnsafeBufferPointer { all in
             guard let base = all.baseAddress else {
-                return try body(View(bytes: UnsafeBufferPointer(start: nil, count: 0), count: 0,
+                return try body(View(bytes: ByteView(start: nil, count: 0), count: 0,
                                      lines: UnsafeRawPointer(bitPattern: 1)!))
             }
-            return try body(View(bytes: UnsafeBufferPointer(start: base, count: linesStart), count: count,
+            return try body(View(bytes: ByteView(start: base, count: linesStart), count: count,
                                  lines: UnsafeRawPointer(base + linesStart)))
         }
     }
+}
 
+extension HeadFields: HeaderFieldBytes {
     /// Calls `body` with each field's name and value, in arrival order, until it returns false.
     @inline(__always)
-    func forEach(_ body: (_ name: UnsafeBufferPointer<UInt8>, _ value: UnsafeBufferPointer<UInt8>) -> Bool) {
+    func forEach(_ body: (_ name: ByteView, _ value: ByteView) -> Bool) {
         withView { view in
             for i in 0..<view.count {
                 guard body(view.name(i), view.value(i)) else { return }

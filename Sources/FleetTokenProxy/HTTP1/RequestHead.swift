@@ -17,7 +17,7 @@ public struct RequestHead: Sendable {
         get {
             switch targetSource {
             case .text(let text): return text
-            case .bytes(let range): return fields.withView { String(decoding: $0.slice(range), as: UTF8.self) }
+            case .bytes(let range): return fields.withView { $0.slice(range).string }
             }
         }
         set { targetSource = .text(newValue) }
@@ -77,7 +77,7 @@ public struct RequestHead: Sendable {
     func withTarget<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         switch targetSource {
         case .bytes(let range):
-            return fields.withView { body($0.slice(range)) }
+            return fields.withView { body($0.slice(range).buffer) }
         case .text(let text):
             var text = text
             return text.withUTF8(body)

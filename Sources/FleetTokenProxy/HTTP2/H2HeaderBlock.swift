@@ -17,7 +17,7 @@ struct H2HeaderBlock {
 
     /// Counts the field and keeps it; false, keeping nothing, once the block passes `maxBytes`
     /// or already holds `maxCount` fields.
-    mutating func take(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, maxBytes: Int, maxCount: Int) -> Bool {
+    mutating func take(name: ByteView, value: ByteView, maxBytes: Int, maxCount: Int) -> Bool {
         bytes += name.count + value.count + 32
         guard bytes <= maxBytes, fields.count < maxCount else { return false }
         fields.append(name: name, value: value)

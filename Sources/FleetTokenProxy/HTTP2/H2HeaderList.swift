@@ -12,6 +12,11 @@ import Glibc
 /// one copies it. The storage is two raw buffers rather than two `Array`s: a head is a dozen
 /// fields appended one by one on every call, several times over (received, forwarded,
 /// relayed), and an array append costs several times the copy of the bytes themselves.
+///
+/// Invariant: the first `count` fields of the storage are initialized and every one of them
+/// lies within the first `byteCount` bytes; storage shared with a copy is never written (a
+/// mutation first makes it unique). The views `forEach` and `withNV` hand out point into the
+/// storage and live only for their closure.
 struct H2HeaderList {
     struct Field {
         var nameStart: Int32
@@ -86,7 +91,7 @@ struct H2HeaderList {
     }
 
     /// Appends one field: `name`, and `value` followed by `more` as its value.
-    private mutating func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, more: UnsafeRawBufferPointer) {
+    private mutating func append(name: ByteView, value: ByteView, more: ByteView) {
         let valueCount = value.count + more.count
         reserve(bytes: name.count + valueCount)
         let bytes = storage.unsafelyUnwrapped.bytes
@@ -101,34 +106,28 @@ struct H2HeaderList {
     }
 
     /// Copies `part` to `bytes + offset`; returns the offset after it.
-    private static func copy(_ part: UnsafeRawBufferPointer, to bytes: UnsafeMutablePointer<UInt8>, at offset: Int) -> Int {
+    private static func copy(_ part: ByteView, to bytes: UnsafeMutablePointer<UInt8>, at offset: Int) -> Int {
         guard part.count > 0 else { return offset }
-        UnsafeMutableRawPointer(bytes + offset).copyMemory(from: part.baseAddress!, byteCount: part.count)
+        (bytes + offset).update(from: part.base.unsafelyUnwrapped, count: part.count)
         return offset + part.count
     }
 
-    mutating func append(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
-        append(name: name, value: value, more: UnsafeRawBufferPointer(start: nil, count: 0))
+    mutating func append(name: ByteView, value: ByteView) {
+        append(name: name, value: value, more: ByteView(start: nil, count: 0))
     }
 
     /// Appends `name: prefix + value` (an `authorization` field: `Bearer ` and the token)
     /// without building the joined value first.
     mutating func append(name: StaticString, prefix: StaticString, value: String) {
-        var value = value
-        value.withUTF8 { v in
-            append(name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount),
-                   value: UnsafeRawBufferPointer(start: prefix.utf8Start, count: prefix.utf8CodeUnitCount), more: UnsafeRawBufferPointer(v))
-        }
+        value.withByteView { append(name: ByteView(name), value: ByteView(prefix), more: $0) }
     }
 
     mutating func append(name: StaticString, value: String) {
-        var value = value
-        value.withUTF8 { v in append(name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount), value: UnsafeRawBufferPointer(v)) }
+        value.withByteView { append(name: ByteView(name), value: $0) }
     }
 
     mutating func append(name: StaticString, value: StaticString) {
-        append(name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount),
-               value: UnsafeRawBufferPointer(start: value.utf8Start, count: value.utf8CodeUnitCount))
+        append(name: ByteView(name), value: ByteView(value))
     }
 
     /// Appends field `index` of `other`.
@@ -142,45 +141,39 @@ struct H2HeaderList {
     }
 
     /// Field `index`'s name bytes (valid while the list is neither mutated nor freed).
-    private func nameBytes(at index: Int) -> UnsafeRawBufferPointer {
+    private func nameBytes(at index: Int) -> ByteView {
         precondition(index >= 0 && index < count, "header field index out of range")
         let storage = storage.unsafelyUnwrapped
         let f = storage.fields[index]
-        return UnsafeRawBufferPointer(start: storage.bytes + Int(f.nameStart), count: Int(f.nameCount))
+        return ByteView(start: storage.bytes + Int(f.nameStart), count: Int(f.nameCount))
     }
 
     /// Field `index`'s value bytes (valid while the list is neither mutated nor freed).
-    private func valueBytes(at index: Int) -> UnsafeRawBufferPointer {
+    private func valueBytes(at index: Int) -> ByteView {
         precondition(index >= 0 && index < count, "header field index out of range")
         let storage = storage.unsafelyUnwrapped
         let f = storage.fields[index]
-        return UnsafeRawBufferPointer(start: storage.bytes + Int(f.valueStart), count: Int(f.valueCount))
-    }
-
-    /// Calls `body` with each field's name and value, in order (valid only during the call).
-    func forEach(_ body: (_ name: UnsafeRawBufferPointer, _ value: UnsafeRawBufferPointer) -> Void) {
-        for i in 0..<count { body(nameBytes(at: i), valueBytes(at: i)) }
-        withExtendedLifetime(storage) {}
+        return ByteView(start: storage.bytes + Int(f.valueStart), count: Int(f.valueCount))
     }
 
     /// True when field `index`'s name is `name` (HTTP/2 names are lower-case on the wire).
     func name(at index: Int, is name: StaticString) -> Bool {
-        withExtendedLifetime(storage) { Self.equal(nameBytes(at: index), name) }
+        withExtendedLifetime(storage) { nameBytes(at: index) == name }
     }
 
     /// True when field `index`'s value is `value`.
     func value(at index: Int, is value: StaticString) -> Bool {
-        withExtendedLifetime(storage) { Self.equal(valueBytes(at: index), value) }
+        withExtendedLifetime(storage) { valueBytes(at: index) == value }
     }
 
     /// Field `index`'s name as a `String` (for checks that take names, off the relay path).
     func name(at index: Int) -> String {
-        withExtendedLifetime(storage) { String(decoding: nameBytes(at: index), as: UTF8.self) }
+        withExtendedLifetime(storage) { nameBytes(at: index).string }
     }
 
     /// Field `index`'s value as a `String`.
     func value(at index: Int) -> String {
-        withExtendedLifetime(storage) { String(decoding: valueBytes(at: index), as: UTF8.self) }
+        withExtendedLifetime(storage) { valueBytes(at: index).string }
     }
 
     /// The value of the first field named `name`.
@@ -199,7 +192,7 @@ struct H2HeaderList {
     /// `withNV` over the fields whose names `leading` picks, then the others whose names
     /// `dropping` does not, each in their order: a relayed head is submitted straight from
     /// the list it arrived in, reordered and filtered, not copied into another list first.
-    func withNV<R>(leading: (UnsafeRawBufferPointer) -> Bool, dropping: (UnsafeRawBufferPointer) -> Bool,
+    func withNV<R>(leading: (ByteView) -> Bool, dropping: (ByteView) -> Bool,
                    _ body: (UnsafePointer<nghttp2_nv>, Int) -> R) -> R {
         withExtendedLifetime(storage) {
             withUnsafeTemporaryAllocation(of: nghttp2_nv.self, capacity: max(count, 1)) { nva in
@@ -226,18 +219,20 @@ struct H2HeaderList {
         // A pointer nghttp2 never reads through when its length is 0.
         let none = UnsafeMutablePointer<UInt8>(bitPattern: 1)!
         return nghttp2_nv(
-            name: UnsafeMutablePointer(mutating: name.baseAddress?.assumingMemoryBound(to: UInt8.self)) ?? none,
-            value: UnsafeMutablePointer(mutating: value.baseAddress?.assumingMemoryBound(to: UInt8.self)) ?? none,
+            name: UnsafeMutablePointer(mutating: name.base) ?? none,
+            value: UnsafeMutablePointer(mutating: value.base) ?? none,
             namelen: name.count, valuelen: value.count, flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
     }
+}
 
-    static func equal(_ bytes: UnsafeRawBufferPointer, _ text: StaticString) -> Bool {
-        bytesEqual(bytes.assumingMemoryBound(to: UInt8.self), text)
-    }
-
-    /// True when `bytes` begin with `text` (one memcmp, not a generic sequence walk).
-    static func hasPrefix(_ bytes: UnsafeRawBufferPointer, _ text: StaticString) -> Bool {
-        guard bytes.count >= text.utf8CodeUnitCount else { return false }
-        return text.utf8CodeUnitCount == 0 || memcmp(bytes.baseAddress!, text.utf8Start, text.utf8CodeUnitCount) == 0
+extension H2HeaderList: HeaderFieldBytes {
+    /// Calls `body` with each field's name and value, in order, until it returns false.
+    @inline(__always)
+    func forEach(_ body: (_ name: ByteView, _ value: ByteView) -> Bool) {
+        withExtendedLifetime(storage) {
+            for i in 0..<count {
+                guard body(nameBytes(at: i), valueBytes(at: i)) else { return }
+            }
+        }
     }
 }

@@ -8,7 +8,8 @@ protocol H2SessionDelegate: AnyObject {
     func h2BeginHeaders(stream: Int32)
     /// The header block is complete, with its `fields` in order; `endStream` says no DATA
     /// follows. Not called for a block that passed `maxHeaderListBytes` or `maxHeaderCount`
-    /// (nghttp2 resets the stream instead). `fields` is the session's: copy what is kept.
+    /// (nghttp2 resets the stream instead). `fields` is the session's: copy what is kept, or
+    /// keep it only until it is relayed with a `releasing:` submit.
     func h2HeadersEnded(stream: Int32, fields: H2HeaderList, endStream: Bool)
     /// A piece of a DATA frame. Flow-control credit is returned only by `consume`.
     func h2Data(stream: Int32, bytes: UnsafeRawBufferPointer)
@@ -58,7 +59,7 @@ final class H2Session {
     private var block = H2HeaderBlock()
     /// Frames serialized by one `flush()`, written to the socket together (one system call
     /// instead of one per frame).
-    private let staging: OpaquePointer = evbuffer_new()
+    private let staging = EventBuffer()
 
     /// Creates a session; `isServer` picks the side. Automatic WINDOW_UPDATEs are off: credit is
     /// returned with `consume` once bytes have been passed on, so a slow peer slows the other.
@@ -89,7 +90,6 @@ final class H2Session {
 
     deinit {
         close()
-        evbuffer_free(staging)
     }
 
     /// Frees the session. Idempotent.
@@ -133,7 +133,7 @@ final class H2Session {
             return true
         }
         callbackDepth -= 1
-        evbuffer_drain(input, consumed)
+        transport.drainInput(consumed)
         if let failure { throw failure }
     }
 
@@ -149,18 +149,18 @@ final class H2Session {
         var drained = false
         while !drained, transport.isOpen, transport.outputLength < outputHighWater {
             let room = outputHighWater - transport.outputLength
-            while evbuffer_get_length(staging) < room {
+            while staging.count < room {
                 var data: UnsafePointer<UInt8>?
                 let n = nghttp2_session_mem_send(session, &data)
                 if n <= 0 { drained = true; break }
-                evbuffer_add(staging, data, n)
+                staging.add(ByteView(start: data, count: n))
             }
-            let staged = evbuffer_get_length(staging)
+            let staged = staging.count
             if staged == 0 { break }
             transport.moveIn(from: staging, count: staged)
         }
         // A closed transport takes nothing; nothing staged may linger into a later flush.
-        evbuffer_drain(staging, evbuffer_get_length(staging))
+        staging.drain(staging.count)
     }
 
     /// True while the session has anything left to read or write.
@@ -192,8 +192,8 @@ final class H2Session {
     /// Submits a response head: the fields of `headers` that `leading` picks, then the others
     /// that `dropping` does not (by default all, in order).
     func submitResponse(stream: Int32, _ headers: H2HeaderList, hasBody: Bool,
-                        leading: (UnsafeRawBufferPointer) -> Bool = { _ in false },
-                        dropping: (UnsafeRawBufferPointer) -> Bool = { _ in false }) {
+                        leading: (ByteView) -> Bool = { _ in false },
+                        dropping: (ByteView) -> Bool = { _ in false }) {
         guard let session else { return }
         _ = headers.withNV(leading: leading, dropping: dropping) { nva, count in
             if hasBody {
@@ -207,6 +207,14 @@ final class H2Session {
     func submitTrailer(stream: Int32, _ headers: H2HeaderList) {
         guard let session else { return }
         _ = headers.withNV { nva, count in nghttp2_submit_trailer(session, stream, nva, count) }
+    }
+
+    /// `submitTrailer` for trailers another session handed over (`h2HeadersEnded`), which are
+    /// let go of here: nghttp2 has copied their fields, and that session gathers its next
+    /// header block in the same storage only once no other list shares it (see `H2HeaderBlock`).
+    func submitTrailer(stream: Int32, releasing trailers: inout H2HeaderList?) {
+        if let fields = trailers { submitTrailer(stream: stream, fields) }
+        trailers = nil
     }
 
     func resetStream(_ stream: Int32, errorCode: UInt32) {
@@ -292,8 +300,8 @@ final class H2Session {
             let me = H2Session.from(userData)
             // Past a bound nghttp2 resets the stream and decodes the rest of the block without
             // calling back (HPACK stays in sync).
-            let taken = me.block.take(name: UnsafeRawBufferPointer(start: name, count: nameLength),
-                                      value: UnsafeRawBufferPointer(start: value, count: valueLength),
+            let taken = me.block.take(name: ByteView(start: name, count: nameLength),
+                                      value: ByteView(start: value, count: valueLength),
                                       maxBytes: me.maxHeaderListBytes, maxCount: me.maxHeaderCount)
             return taken ? 0 : Int32(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue)
         }

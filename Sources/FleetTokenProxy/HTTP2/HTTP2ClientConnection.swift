@@ -167,25 +167,28 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
 
     /// Takes what the sidecar reads from the request head, and keeps the fields it forwards.
     private func readRequestHead(_ call: H2ClientCall, _ fields: H2HeaderList) {
-        fields.forEach { name, value in readRequestField(call, name: name, value: value) }
+        fields.forEach { name, value in
+            readRequestField(call, name: name, value: value)
+            return true
+        }
     }
 
-    private func readRequestField(_ call: H2ClientCall, name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+    private func readRequestField(_ call: H2ClientCall, name: ByteView, value: ByteView) {
         // Fields stay bytes: only the few the sidecar reads become values of their own.
         if name.first == UInt8(ascii: ":") {
-            if H2HeaderList.equal(name, ":method") {
-                call.method = String(decoding: value, as: UTF8.self)
-            } else if H2HeaderList.equal(name, ":path") {
-                call.path = String(decoding: value, as: UTF8.self)
+            if name == ":method" {
+                call.method = value.string
+            } else if name == ":path" {
+                call.path = value.string
             }
             return // :authority and :scheme are set again for the upstream; no other is forwarded
         }
-        if H2HeaderList.equal(name, "content-type") {
-            call.isGRPC = H2HeaderList.hasPrefix(value, "application/grpc")
-        } else if H2HeaderList.equal(name, "grpc-encoding") {
-            call.grpcEncoding = String(decoding: value, as: UTF8.self)
-        } else if H2HeaderList.equal(name, "grpc-timeout") {
-            call.grpcTimeout = H2ClientCall.grpcTimeout(String(decoding: value, as: UTF8.self))
+        if name == "content-type" {
+            call.isGRPC = value.hasPrefix("application/grpc")
+        } else if name == "grpc-encoding" {
+            call.grpcEncoding = value.string
+        } else if name == "grpc-timeout" {
+            call.grpcTimeout = H2ClientCall.grpcTimeout(value.string)
         } else if HopByHop.dropFromH2Request(name) {
             return
         }
@@ -271,10 +274,10 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         case .send:
             return .bytes(n, end: false, trailers: false)
         case .end:
-            guard let trailers = call.responseTrailers else { return .bytes(n, end: true, trailers: false) }
-            session.submitTrailer(stream: stream, trailers)
-            // Copied by nghttp2; the storage goes back to the upstream session (see relayHead).
-            call.responseTrailers = nil
+            guard call.responseTrailers != nil else { return .bytes(n, end: true, trailers: false) }
+            // Copied by nghttp2 and let go of, so the upstream session gathers its next block in
+            // the same storage.
+            session.submitTrailer(stream: stream, releasing: &call.responseTrailers)
             return .bytes(n, end: true, trailers: true)
         case .wait:
             return .deferred
@@ -443,7 +446,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         // Checked before the route: a method override or a client credential is refused
         // whatever the call is (docs/CONTRACT.md §7), as over HTTP/1.1. Once: the head does not change, and
         // a gRPC call comes back here for each piece of its first message (with its rule set).
-        if call.rule == nil, let failure = Self.headerRefusal(call.headers) {
+        if call.rule == nil, let failure = RESTRoute.headerRefusal(fields: call.headers) {
             refuse(call, failure)
             return
         }
@@ -600,12 +603,13 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         // UNAUTHENTICATED or an HTTP 401.
         var informational = false, unauthenticated = false
         fields.forEach { name, value in
-            if H2HeaderList.equal(name, ":status") {
-                informational = H2HeaderList.hasPrefix(value, "1")
-                if H2HeaderList.equal(value, "401") { unauthenticated = true }
-            } else if H2HeaderList.equal(name, "grpc-status") && H2HeaderList.equal(value, "16") {
+            if name == ":status" {
+                informational = value.hasPrefix("1")
+                if value == "401" { unauthenticated = true }
+            } else if name == "grpc-status" && value == "16" {
                 unauthenticated = true
             }
+            return true
         }
         switch call.state.upstreamHeaderBlock(endStream: endStream, informational: informational, unauthenticated: unauthenticated) {
         case .skipInterim?:
@@ -660,15 +664,6 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         }
     }
 
-    /// `RESTRoute.headerRefusal` over the field names as they arrived, for the first refused one.
-    private static func headerRefusal(_ headers: H2HeaderList) -> ProxyFailure? {
-        var failure: ProxyFailure?
-        headers.forEach { name, _ in
-            if failure == nil { failure = RESTRoute.headerRefusal(name: name) }
-        }
-        return failure
-    }
-
     /// Sends the answer's head to the client. `response` is the upstream session's, lent for
     /// this call: nghttp2 copies it, and letting go of it lets the next head be gathered in the
     /// same storage instead of a new allocation.
@@ -680,7 +675,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         // :status first (a pseudo-header precedes every regular field), then the rest in order,
         // without the hop-by-hop fields.
         session.submitResponse(stream: call.clientStream, response, hasBody: !endStream,
-                               leading: { H2HeaderList.equal($0, ":status") }, dropping: HopByHop.dropFromH2Response)
+                               leading: { $0 == ":status" }, dropping: HopByHop.dropFromH2Response)
         flushSoon()
     }
 

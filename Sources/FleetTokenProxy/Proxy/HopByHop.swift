@@ -6,30 +6,30 @@
 /// no field, and no `Connection` list naming them, can remove or duplicate them (docs/CONTRACT.md §7).
 enum HopByHop {
     /// True for fields dropped from a request before it goes upstream.
-    static func dropFromRequest(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+    static func dropFromRequest(_ name: ByteView) -> Bool {
         switch name.count {
-        case 2: return asciiEqualsLowercased(name, "te")
-        case 4: return asciiEqualsLowercased(name, "host")
-        case 6: return asciiEqualsLowercased(name, "expect")
-        case 7: return asciiEqualsLowercased(name, "upgrade") || asciiEqualsLowercased(name, "trailer")
-        case 10: return asciiEqualsLowercased(name, "connection") || asciiEqualsLowercased(name, "keep-alive")
-        case 13: return asciiEqualsLowercased(name, "authorization")
-        case 14: return asciiEqualsLowercased(name, "content-length")
-        case 16: return asciiEqualsLowercased(name, "proxy-connection")
-        case 17: return asciiEqualsLowercased(name, "transfer-encoding")
-        case 19: return asciiEqualsLowercased(name, "proxy-authorization")
+        case 2: return name.equalsLowercased("te")
+        case 4: return name.equalsLowercased("host")
+        case 6: return name.equalsLowercased("expect")
+        case 7: return name.equalsLowercased("upgrade") || name.equalsLowercased("trailer")
+        case 10: return name.equalsLowercased("connection") || name.equalsLowercased("keep-alive")
+        case 13: return name.equalsLowercased("authorization")
+        case 14: return name.equalsLowercased("content-length")
+        case 16: return name.equalsLowercased("proxy-connection")
+        case 17: return name.equalsLowercased("transfer-encoding")
+        case 19: return name.equalsLowercased("proxy-authorization")
         default: return false
         }
     }
 
     /// True for fields dropped from a response before it goes to the client.
-    static func dropFromResponse(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+    static func dropFromResponse(_ name: ByteView) -> Bool {
         switch name.count {
-        case 7: return asciiEqualsLowercased(name, "upgrade")
-        case 10: return asciiEqualsLowercased(name, "connection") || asciiEqualsLowercased(name, "keep-alive")
-        case 14: return asciiEqualsLowercased(name, "content-length")
-        case 16: return asciiEqualsLowercased(name, "proxy-connection")
-        case 17: return asciiEqualsLowercased(name, "transfer-encoding")
+        case 7: return name.equalsLowercased("upgrade")
+        case 10: return name.equalsLowercased("connection") || name.equalsLowercased("keep-alive")
+        case 14: return name.equalsLowercased("content-length")
+        case 16: return name.equalsLowercased("proxy-connection")
+        case 17: return name.equalsLowercased("transfer-encoding")
         default: return false
         }
     }
@@ -37,13 +37,13 @@ enum HopByHop {
     /// Fields a `Connection` list may never remove: the ones that frame the message or say
     /// where and as whom it goes. The sidecar writes them itself; a client naming them in
     /// `Connection` must not make them disappear (request smuggling, docs/CONTRACT.md §7).
-    static func isProtected(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
+    static func isProtected(_ name: ByteView) -> Bool {
         switch name.count {
-        case 4: return asciiEqualsLowercased(name, "host")
-        case 7: return asciiEqualsLowercased(name, "trailer")
-        case 13: return asciiEqualsLowercased(name, "authorization")
-        case 14: return asciiEqualsLowercased(name, "content-length")
-        case 17: return asciiEqualsLowercased(name, "transfer-encoding")
+        case 4: return name.equalsLowercased("host")
+        case 7: return name.equalsLowercased("trailer")
+        case 13: return name.equalsLowercased("authorization")
+        case 14: return name.equalsLowercased("content-length")
+        case 17: return name.equalsLowercased("transfer-encoding")
         default: return false
         }
     }
@@ -62,19 +62,19 @@ enum HopByHop {
 
     /// True for an HTTP/2 request field not forwarded. Compared as the bytes nghttp2 hands
     /// over (HTTP/2 names are lower-case; nghttp2 refuses others), no `String` per field.
-    static func dropFromH2Request(_ name: UnsafeRawBufferPointer) -> Bool {
-        h2RequestDropped.contains { H2HeaderList.equal(name, $0) }
+    static func dropFromH2Request(_ name: ByteView) -> Bool {
+        h2RequestDropped.contains { name == $0 }
     }
 
     /// True for an HTTP/2 response field not relayed.
-    static func dropFromH2Response(_ name: UnsafeRawBufferPointer) -> Bool {
-        h2ResponseDropped.contains { H2HeaderList.equal(name, $0) }
+    static func dropFromH2Response(_ name: ByteView) -> Bool {
+        h2ResponseDropped.contains { name == $0 }
     }
 
     /// Appends `Name: value\r\n` for every field that is neither dropped by `drop` nor named
     /// in a `Connection` header: the end-to-end part of an HTTP/1.1 head, request or response.
     static func appendEndToEndFields(
-        of fields: HeadFields, dropping drop: (UnsafeBufferPointer<UInt8>) -> Bool, to out: inout [UInt8]
+        of fields: HeadFields, dropping drop: (ByteView) -> Bool, to out: inout [UInt8]
     ) {
         out += HeadWriter.bytes {
             writeEndToEndFields(of: fields, dropping: drop, to: &$0)
@@ -83,7 +83,7 @@ enum HopByHop {
 
     /// `appendEndToEndFields` into a head being written.
     static func writeEndToEndFields(
-        of fields: HeadFields, dropping drop: (UnsafeBufferPointer<UInt8>) -> Bool, to out: inout HeadWriter
+        of fields: HeadFields, dropping drop: (ByteView) -> Bool, to out: inout HeadWriter
     ) {
         fields.withView { view in
             let listed = connectionTokens(in: view)
@@ -91,12 +91,12 @@ enum HopByHop {
                 let name = view.name(i)
                 if drop(name) { continue }
                 if !listed.isEmpty && listed.contains(where: { token in
-                    token.count == name.count && asciiFoldedEqual(view.slice(token), name)
+                    view.slice(token).equalsIgnoringCase(name)
                 }) { continue }
-                out.write(name)
+                out.write(name.buffer)
                 out.byte(UInt8(ascii: ":"))
                 out.byte(UInt8(ascii: " "))
-                out.write(view.value(i))
+                out.write(view.value(i).buffer)
                 out.byte(ASCII.cr)
                 out.byte(ASCII.lf)
             }
@@ -115,17 +115,17 @@ enum HopByHop {
         // those are answered without building the list.
         var count = 0
         var only = 0..<0
-        for i in 0..<view.count where asciiEqualsLowercased(view.name(i), "connection") {
+        for i in 0..<view.count where view.name(i).equalsLowercased("connection") {
             count += 1
             only = view[i].value
         }
         if count == 0 { return [] }
         if count == 1 {
             let value = view.slice(only)
-            if asciiEqualsLowercased(value, "keep-alive") || asciiEqualsLowercased(value, "close") { return [] }
+            if value.equalsLowercased("keep-alive") || value.equalsLowercased("close") { return [] }
         }
         var tokens: [Range<Int>] = []
-        for i in 0..<view.count where asciiEqualsLowercased(view.name(i), "connection") {
+        for i in 0..<view.count where view.name(i).equalsLowercased("connection") {
             let line = view[i]
             var start = line.value.lowerBound
             while start < line.value.upperBound {

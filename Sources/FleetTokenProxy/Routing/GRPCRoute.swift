@@ -80,7 +80,7 @@ public enum GRPCRoute {
     /// The provider id of a `providers/{p}` parent.
     private static func parent(_ field: FieldPath, in message: UnsafeRawBufferPointer, rule: GRPCRouteRule) throws(ProxyFailure) -> String {
         let value = try string(field, in: message, rule: rule, expecting: nil)
-        guard let slash = value.firstIndex(of: slashByte), equals(value[..<slash], "providers"),
+        guard let slash = value.firstIndex(of: slashByte), ByteView(value[..<slash]) == "providers",
               !value[(slash + 1)...].contains(slashByte)
         else {
             throw .invalidEntity("\(rule.method) request: \(field) \(quoted(value)) is not providers/{provider}")
@@ -93,9 +93,9 @@ public enum GRPCRoute {
         _ name: Bytes, field: FieldPath, rule: GRPCRouteRule, collection: ResourceCollection
     ) throws(ProxyFailure) -> (provider: String, id: String) {
         var rest = name
-        guard let providers = segment(&rest), equals(providers, "providers"),
+        guard let providers = segment(&rest), ByteView(providers) == "providers",
               let provider = segment(&rest),
-              let collectionName = segment(&rest), equals(collectionName, collection.name)
+              let collectionName = segment(&rest), ByteView(collectionName) == collection.name
         else {
             throw .invalidEntity("\(rule.method) request: \(field) \(quoted(name)) is not \(template(collection))")
         }
@@ -134,18 +134,6 @@ public enum GRPCRoute {
 
     private static func template(_ collection: ResourceCollection) -> String {
         "providers/{provider}/\(collection.name)/{id}"
-    }
-
-    private static func equals(_ bytes: Bytes, _ literal: StaticString) -> Bool {
-        guard bytes.count == literal.utf8CodeUnitCount else { return false }
-        return literal.withUTF8Buffer { expected in
-            var i = bytes.startIndex
-            for byte in expected {
-                if bytes.base[i] != byte { return false }
-                i += 1
-            }
-            return true
-        }
     }
 
     /// Client input for a message, cut and cleaned as REST messages are.

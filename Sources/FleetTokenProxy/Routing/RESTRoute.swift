@@ -344,46 +344,28 @@ public enum RESTRoute {
     /// Client credentials a call must not carry (`Authorization` is replaced, not refused).
     static let clientCredentialNames: [StaticString] = ["x-goog-api-key"]
 
-    public static func isMethodOverride(_ name: String) -> Bool {
-        var name = name
-        return name.withUTF8 { isMethodOverride(UnsafeRawBufferPointer($0)) }
-    }
-
-    static func isMethodOverride(_ name: UnsafeRawBufferPointer) -> Bool {
-        methodOverrideNames.contains { asciiCaseInsensitiveEquals(name, $0) }
+    static func isMethodOverride(_ name: ByteView) -> Bool {
+        methodOverrideNames.contains { name.equalsLowercased($0) }
     }
 
     /// The refusal (400) for a call whose header fields must never reach Fleet Engine: a method
     /// override, or a client credential (`X-Goog-Api-Key`; `Authorization` is replaced, not
-    /// refused). Nil when the fields are acceptable.
-    public static func headerRefusal(_ headers: HTTPHeaders) -> ProxyFailure? {
-        headerRefusal(names: headers.fields.lazy.map(\.name))
+    /// refused), for the first such field. Nil when the fields are acceptable. One check for
+    /// an HTTP/1.1 head and an HTTP/2 header list alike, over the names as they arrived: no
+    /// `String` is made unless the call is refused.
+    static func headerRefusal<Fields: HeaderFieldBytes>(fields: Fields) -> ProxyFailure? {
+        fields.firstNonNil { name, _ in headerRefusal(name: name) }
     }
 
-    /// The same check over field names alone.
-    public static func headerRefusal<Names: Sequence<String>>(names: Names) -> ProxyFailure? {
-        for name in names {
-            var name = name
-            if let failure = name.withUTF8({ headerRefusal(name: UnsafeRawBufferPointer($0)) }) { return failure }
-        }
-        return nil
-    }
-
-    /// The check for one field name as bytes: HTTP/2 calls (REST and gRPC metadata) keep their
-    /// fields as bytes, and no `String` is made unless the call is refused.
-    static func headerRefusal(name: UnsafeRawBufferPointer) -> ProxyFailure? {
+    /// The same check for one field name.
+    static func headerRefusal(name: ByteView) -> ProxyFailure? {
         if isMethodOverride(name) {
-            return .invalidEntity("the \(String(decoding: name, as: UTF8.self)) header is not accepted: the call runs the method it was sent with")
+            return .invalidEntity("the \(name.string) header is not accepted: the call runs the method it was sent with")
         }
-        if clientCredentialNames.contains(where: { asciiCaseInsensitiveEquals(name, $0) }) {
-            return .invalidEntity("the \(String(decoding: name, as: UTF8.self)) header is a credential; only the sidecar supplies credentials")
+        if clientCredentialNames.contains(where: { name.equalsLowercased($0) }) {
+            return .invalidEntity("the \(name.string) header is a credential; only the sidecar supplies credentials")
         }
         return nil
-    }
-
-    /// `asciiEqualsLowercased` for a header name as raw bytes.
-    private static func asciiCaseInsensitiveEquals(_ bytes: UnsafeRawBufferPointer, _ lower: StaticString) -> Bool {
-        asciiEqualsLowercased(bytes.assumingMemoryBound(to: UInt8.self), lower)
     }
 
     // MARK: - Path helpers
@@ -409,24 +391,19 @@ public enum RESTRoute {
     private static func matchDecoded<C: Collection>(
         _ raw: Bytes, among candidates: C, by name: (C.Element) -> StaticString, plusAsSpace: Bool = false
     ) -> C.Element? {
-        for candidate in candidates where equals(raw, name(candidate)) { return candidate }
+        for candidate in candidates where ByteView(raw) == name(candidate) { return candidate }
         guard raw.contains(where: { $0 == UInt8(ascii: "%") || (plusAsSpace && $0 == UInt8(ascii: "+")) }),
               var decoded = PercentDecoding.decode(utf8: UnsafeBufferPointer(rebasing: raw), plusAsSpace: plusAsSpace)
         else { return nil }
         return decoded.withUTF8 { decodedBytes in
-            candidates.first { equals(decodedBytes[...], name($0)) }
+            candidates.first { ByteView(decodedBytes) == name($0) }
         }
-    }
-
-    @inline(__always)
-    private static func equals(_ bytes: Bytes, _ literal: StaticString) -> Bool {
-        bytesEqual(UnsafeBufferPointer(rebasing: bytes), literal)
     }
 
     /// True when the segment is `literal`, literally or once decoded. Decoding is tried only
     /// when there is a `%`: the usual segment is compared once, with no generic matching.
     private static func segment(_ raw: Bytes, is literal: StaticString) -> Bool {
-        if equals(raw, literal) { return true }
+        if ByteView(raw) == literal { return true }
         guard raw.contains(UInt8(ascii: "%")) else { return false }
         return matchDecoded(raw, among: CollectionOfOne(literal), by: { $0 }) != nil
     }
