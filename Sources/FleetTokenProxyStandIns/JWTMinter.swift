@@ -33,6 +33,15 @@ public struct JWTMinter: Sendable {
         "fleet-engine-stand-in@\(provider).iam.gserviceaccount.com"
     }
 
+    /// The project a service account belongs to: `NAME@PROJECT.iam.gserviceaccount.com`; nil
+    /// for an address of another shape.
+    public static func project(ofServiceAccount account: String) -> String? {
+        let suffix = ".iam.gserviceaccount.com"
+        guard let at = account.firstIndex(of: "@"), account.hasSuffix(suffix) else { return nil }
+        let project = account[account.index(after: at)...].dropLast(suffix.count)
+        return project.isEmpty ? nil : String(project)
+    }
+
     /// The `authorization` claim: which entities the token may act on. `"*"` means every entity
     /// of that kind.
     public struct AuthorizationClaim: Sendable, Equatable {
