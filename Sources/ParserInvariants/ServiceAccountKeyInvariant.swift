@@ -4,7 +4,8 @@ import FleetTokenProxy
 /// (docs/CONTRACT.md §4a). Promises: what it accepts is the file's own `client_email`,
 /// `private_key_id`, `private_key` and `token_uri`; the email and key id are 1 to 256 visible
 /// ASCII bytes (they go into every token's header and claims, and into log lines); the key is
-/// PKCS#8 PEM. And a refusal never repeats a value of the file, which holds a secret.
+/// PKCS#8 PEM. (A refusal cannot repeat a value of the file: `ServiceAccountKeyError`'s cases
+/// carry none.)
 public enum ServiceAccountKeyInvariant: ParserInvariant {
     public static let name = "service-account-key"
 
@@ -13,14 +14,8 @@ public enum ServiceAccountKeyInvariant: ParserInvariant {
         var members: [String: JSONish] = [:]
         if case .object(let object)? = JSONish.parse(bytes) { members = object }
 
-        switch ServiceAccountKey.parse(bytes) {
-        case .success(let key):
+        if case .success(let key) = ServiceAccountKey.parse(bytes) {
             try checkAccepted(key, file: members)
-        case .failure(let error):
-            // Values short enough to be words of the message itself are not telling.
-            for case .string(let value) in members.values where value.utf8.count >= 12 {
-                try expect(!error.message.contains(value), "a refusal repeats a value of the file")
-            }
         }
     }
 

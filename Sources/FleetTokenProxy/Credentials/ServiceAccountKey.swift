@@ -29,24 +29,24 @@ public struct ServiceAccountKey: Sendable, Equatable, CustomStringConvertible {
     /// when present, `service_account`). Fails with what is missing or wrong, never a value.
     public static func parse(_ bytes: [UInt8]) -> Result<ServiceAccountKey, ServiceAccountKeyError> {
         guard case .object(let members)? = JSONish.parse(bytes) else {
-            return .failure(ServiceAccountKeyError("is not a JSON object"))
+            return .failure(.notAnObject)
         }
         if let type = members["type"], type.stringValue != "service_account" {
-            return .failure(ServiceAccountKeyError("is not a service account key (\"type\" must be \"service_account\")"))
+            return .failure(.notAServiceAccount)
         }
         guard let email = members["client_email"]?.stringValue, isName(email), email.contains("@") else {
-            return .failure(ServiceAccountKeyError("has no usable \"client_email\" (an email address of visible ASCII)"))
+            return .failure(.badClientEmail)
         }
         guard let keyID = members["private_key_id"]?.stringValue, isName(keyID) else {
-            return .failure(ServiceAccountKeyError("has no usable \"private_key_id\" (visible ASCII)"))
+            return .failure(.badPrivateKeyID)
         }
         guard let pem = members["private_key"]?.stringValue, pem.hasPrefix(pkcs8Header) else {
-            return .failure(ServiceAccountKeyError("has no \"private_key\" in unencrypted PKCS#8 PEM (\(pkcs8Header))"))
+            return .failure(.badPrivateKey)
         }
         var tokenURI: String?
         if let value = members["token_uri"] {
             guard let uri = value.stringValue else {
-                return .failure(ServiceAccountKeyError("has a \"token_uri\" that is not a string"))
+                return .failure(.badTokenURI)
             }
             tokenURI = uri
         }
@@ -61,9 +61,26 @@ public struct ServiceAccountKey: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Why a service-account key file cannot be used; `message` follows the file's name in a
-/// start-up or reload line, and never holds a value from the file.
-public struct ServiceAccountKeyError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var message: String
-    public init(_ message: String) { self.message = message }
+/// start-up or reload line. The cases carry nothing, so a refusal cannot repeat a value of the
+/// file, which holds a secret.
+public enum ServiceAccountKeyError: Error, Sendable, Equatable, CaseIterable, CustomStringConvertible {
+    case notAnObject
+    case notAServiceAccount
+    case badClientEmail
+    case badPrivateKeyID
+    case badPrivateKey
+    case badTokenURI
+
+    public var message: String {
+        switch self {
+        case .notAnObject: return "is not a JSON object"
+        case .notAServiceAccount: return "is not a service account key (\"type\" must be \"service_account\")"
+        case .badClientEmail: return "has no usable \"client_email\" (an email address of visible ASCII)"
+        case .badPrivateKeyID: return "has no usable \"private_key_id\" (visible ASCII)"
+        case .badPrivateKey: return "has no \"private_key\" in unencrypted PKCS#8 PEM (\(ServiceAccountKey.pkcs8Header))"
+        case .badTokenURI: return "has a \"token_uri\" that is not a string"
+        }
+    }
+
     public var description: String { message }
 }
