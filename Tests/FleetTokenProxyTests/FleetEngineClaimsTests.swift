@@ -40,6 +40,16 @@ final class FleetEngineClaimsTests: XCTestCase {
         XCTAssertEqual(payload["authorization"], .object(["vehicleid": .string("v1")]))
     }
 
+    func testAShortLifetimeIsBackdatedATenthOfItSoTheTokenStillLives() {
+        let short = FleetEngineClaims(for: vehicle("v1"), account: account, keyID: "k", wallNow: now, lifetime: 60)
+        XCTAssertEqual(short.issuedAt, 1_800_000_000 - 6)
+        XCTAssertEqual(short.expiresAt - short.issuedAt, 60)
+        XCTAssertGreaterThan(Double(short.expiresAt) - now, 50)
+        let hour = FleetEngineClaims(for: vehicle("v1"), account: account, keyID: "k", wallNow: now, lifetime: 3600)
+        XCTAssertEqual(hour.issuedAt, 1_800_000_000 - 60)
+        XCTAssertEqual(hour.expiresAt - hour.issuedAt, 3600)
+    }
+
     func testEachTokenTypeGetsTheAuthorizationItsCallsNeed() {
         func claim(_ type: EntityType, _ id: String = "e-1") -> [String: JSONish] {
             FleetEngineClaims.authorization(for: EntityKey(provider: "p", type: type, id: id))

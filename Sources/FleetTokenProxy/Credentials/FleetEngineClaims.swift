@@ -1,12 +1,15 @@
 /// The header and claims of a JWT the sidecar signs itself for one entity (docs/CONTRACT.md
-/// §2, §4a): `iss` = `sub` = the service account, `aud` = Fleet Engine, `iat` back-dated by
-/// `backdate`, `exp` = `iat` + the lifetime, and the `authorization` claim the entity's calls
-/// need. Pure: the same inputs give the same bytes, so it is tested without a key.
+/// §2, §4a): `iss` = `sub` = the service account, `aud` = Fleet Engine, `iat` back-dated
+/// (`backdate(lifetime:)`), `exp` = `iat` + the lifetime, and the `authorization` claim the
+/// entity's calls need. Pure: the same inputs give the same bytes, so it is tested without a key.
 public struct FleetEngineClaims: Sendable, Equatable {
-    /// How far `iat` lies before the host's clock. Fleet Engine refuses a token issued in its
-    /// future beyond its skew tolerance (about ten minutes); a minute covers a host clock that
-    /// runs a little ahead at the cost of a minute of a token that is refreshed early anyway.
-    public static let backdate: Double = 60
+    /// How far `iat` lies before the host's clock: a minute, at most a tenth of the lifetime.
+    /// Fleet Engine refuses a token issued in its future beyond about ten minutes, so a minute
+    /// keeps a host whose clock runs a little fast well inside; not more, because `exp − iat`
+    /// stays the lifetime and each second back is a second less for a host whose clock is slow.
+    public static func backdate(lifetime: Double) -> Double {
+        min(60, lifetime / 10)
+    }
 
     public var account: String
     public var keyID: String
@@ -19,7 +22,7 @@ public struct FleetEngineClaims: Sendable, Equatable {
     public init(for key: EntityKey, account: String, keyID: String, wallNow: Double, lifetime: Double) {
         self.account = account
         self.keyID = keyID
-        issuedAt = Int((wallNow - Self.backdate).rounded(.down))
+        issuedAt = Int((wallNow - Self.backdate(lifetime: lifetime)).rounded(.down))
         expiresAt = issuedAt + Int(lifetime.rounded())
         authorization = Self.authorization(for: key)
     }

@@ -12,7 +12,7 @@ public final class SigningCredential: Sendable {
         key = try RSASigningKey(pem: serviceAccountKey.privateKeyPEM)
     }
 
-    /// A token for `key` issued at `wallNow` (less `FleetEngineClaims.backdate`), valid for
+    /// A token for `key` issued at `wallNow` (back-dated: `FleetEngineClaims.backdate(lifetime:)`), valid for
     /// `lifetime` seconds. A failure is the sidecar's own (502 / gRPC 14) and names the key id,
     /// never key material.
     public func mint(for key: EntityKey, wallNow: Double, lifetime: Double) -> Result<FetchedToken, ProxyFailure> {
