@@ -55,6 +55,16 @@ final class KeyFileSignerTests: XCTestCase {
         return try XCTUnwrap(object["kid"] as? String)
     }
 
+    /// Two trusted accounts' key files: one for vehicles (returned path), one at `keyFile`.
+    func twoKeyFiles() throws -> (vehicles: StandInServiceAccount, rest: StandInServiceAccount, vehicleKey: String) {
+        let vehicles = try trustedAccount()
+        let rest = try trustedAccount()
+        let vehicleKey = directory + "/vehicles.json"
+        try vehicles.writeKeyFile(to: vehicleKey)
+        try rest.writeKeyFile(to: keyFile)
+        return (vehicles, rest, vehicleKey)
+    }
+
     var fleetEngineStatistics: StandInFleetEngineStatistics { standIns.sync { self.standIns.fleetEngine.statistics } }
     var providerFetches: Int { standIns.sync { self.standIns.provider.totalFetches } }
 
@@ -117,11 +127,7 @@ final class KeyFileSignerTests: XCTestCase {
     }
 
     func testTwoKeyFilesSignTheTypesEachNames() throws {
-        let vehicles = try trustedAccount()
-        let rest = try trustedAccount()
-        let vehicleKey = directory + "/vehicles.json"
-        try vehicles.writeKeyFile(to: vehicleKey)
-        try rest.writeKeyFile(to: keyFile)
+        let (vehicles, rest, vehicleKey) = try twoKeyFiles()
         // The second flag has no TYPES: every type the first does not name.
         let sidecar = try sidecar(["--signer", "vehicle=key-file:\(vehicleKey)", "--signer", "key-file:\(keyFile)"])
         defer { sidecar.stop() }
@@ -216,11 +222,7 @@ final class KeyFileSignerTests: XCTestCase {
     }
 
     func testSignersComeFromTheEnvironmentOneALine() throws {
-        let vehicles = try trustedAccount()
-        let rest = try trustedAccount()
-        let vehicleKey = directory + "/vehicles.json"
-        try vehicles.writeKeyFile(to: vehicleKey)
-        try rest.writeKeyFile(to: keyFile)
+        let (vehicles, rest, vehicleKey) = try twoKeyFiles()
         let sidecar = try SidecarProcess([], environment: [
             "FLEET_TOKEN_PROXY_UPSTREAM": "http://\(standIns.fleetEngineAddress)",
             "FLEET_TOKEN_PROXY_SIGNER": "vehicle=key-file:\(vehicleKey)\nkey-file:\(keyFile)\n",
