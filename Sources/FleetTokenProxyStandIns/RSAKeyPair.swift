@@ -166,11 +166,17 @@ public final class RSAPublicKey: @unchecked Sendable {
         defer { BN_free(e) }
         guard let builder = OSSL_PARAM_BLD_new() else { throw RSAKeyError.drainingQueue("building key parameters") }
         defer { OSSL_PARAM_BLD_free(builder) }
-        guard OSSL_PARAM_BLD_push_BN(builder, "n", n) == 1, OSSL_PARAM_BLD_push_BN(builder, "e", e) == 1,
+        // The builder keeps the names' pointers until `to_param`: static strings, not the
+        // temporary C strings a Swift literal would be passed as.
+        func name(_ text: StaticString) -> UnsafePointer<CChar> {
+            UnsafeRawPointer(text.utf8Start).assumingMemoryBound(to: CChar.self)
+        }
+        guard OSSL_PARAM_BLD_push_BN(builder, name("n"), n) == 1, OSSL_PARAM_BLD_push_BN(builder, name("e"), e) == 1,
               let parameters = OSSL_PARAM_BLD_to_param(builder)
         else { throw RSAKeyError.drainingQueue("building key parameters") }
         defer { OSSL_PARAM_free(parameters) }
-        guard let context = EVP_PKEY_CTX_new_from_name(nil, "RSA", nil) else { throw RSAKeyError.drainingQueue("creating an RSA context") }
+        // The context keeps the key type's name too.
+        guard let context = EVP_PKEY_CTX_new_from_name(nil, name("RSA"), nil) else { throw RSAKeyError.drainingQueue("creating an RSA context") }
         defer { EVP_PKEY_CTX_free(context) }
         var key: OpaquePointer?
         // EVP_PKEY_PUBLIC_KEY, a macro Swift cannot import: the public key with its parameters.

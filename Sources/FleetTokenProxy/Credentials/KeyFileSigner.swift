@@ -31,6 +31,7 @@ final class KeyFileSigner: TokenFetcher {
         self.clock = clock
         self.logger = logger
         credential = try ServiceAccountKeyFile.load(path)
+        logger.notice("signing key loaded", metadata: ["file": "\(path)", "account": "\(credential.account)", "kid": "\(credential.keyID)"])
     }
 
     func fetch(_ key: EntityKey, completion: @escaping Completion) {
@@ -64,7 +65,7 @@ final class KeyFileSigner: TokenFetcher {
         do {
             let fresh = try ServiceAccountKeyFile.load(path)
             credential = fresh
-            logger.notice("signing key reloaded", metadata: ["file": "\(path)", "kid": "\(fresh.keyID)"])
+            logger.notice("signing key reloaded", metadata: ["file": "\(path)", "account": "\(fresh.account)", "kid": "\(fresh.keyID)"])
         } catch {
             logger.error("signing key not reloaded; keeping the previous key",
                          metadata: ["error": "\(error.message)", "kid": "\(credential.keyID)"])

@@ -18,8 +18,8 @@ public final class RSASigningKey: @unchecked Sendable {
     /// encrypted key is refused rather than prompting for a passphrase on the terminal.
     public init(pem: String) throws(SigningKeyError) {
         ERR_clear_error()
-        var bytes = Array(pem.utf8)
-        let read: OpaquePointer? = bytes.withUnsafeMutableBytes { raw in
+        let bytes = Array(pem.utf8)
+        let read: OpaquePointer? = bytes.withUnsafeBytes { raw in
             guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
             defer { BIO_free(bio) }
             // A passphrase callback that has none: OpenSSL's default would read the terminal.

@@ -98,6 +98,11 @@ public final class Sidecar {
         }
     }
 
+    deinit {
+        // The workers hold the pool until told to stop; a sidecar dropped without a drain.
+        signingWorkers?.stop()
+    }
+
     /// Binds the configured listener (and the admin listener); returns the bound address (real
     /// port for port 0).
     @discardableResult
