@@ -60,9 +60,14 @@ public final class Sidecar {
         for flag in configuration.signers {
             switch flag.source {
             case .keyFile(let path):
-                keyFileSigners.append(try KeyFileSigner(
-                    path: path, loop: loop, workers: workers!, lifetime: configuration.signedTokenLifetime,
-                    clock: clock, logger: logger))
+                do {
+                    keyFileSigners.append(try KeyFileSigner(
+                        path: path, loop: loop, workers: workers!, lifetime: configuration.signedTokenLifetime,
+                        clock: clock, logger: logger))
+                } catch {
+                    workers?.stop()
+                    throw error
+                }
             }
         }
         signers = keyFileSigners
