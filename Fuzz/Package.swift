@@ -6,7 +6,7 @@ import PackageDescription
 
 let names = [
     "request-head", "response-head", "chunked-body", "grpc-first-message",
-    "rest-route", "provider-answer", "header-file",
+    "rest-route", "provider-answer", "header-file", "service-account-key",
 ]
 
 let package = Package(

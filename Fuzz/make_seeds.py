@@ -166,3 +166,19 @@ HEADER_FILES = [
 ]
 for h in HEADER_FILES:
     write("header-file", h)
+
+# Service-account key files (--signer key-file:): Google's shape, with a made-up PEM body (the
+# reader checks the PEM's first line; OpenSSL reads the rest), and broken ones.
+PEM = "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC-not-a-key\n-----END PRIVATE KEY-----\n"
+KEY = {"type": "service_account", "project_id": P, "private_key_id": "0123456789abcdef0123456789abcdef01234567",
+       "private_key": PEM, "client_email": f"fleet-signer@{P}.iam.gserviceaccount.com", "client_id": "1234567890",
+       "auth_uri": "https://accounts.google.com/o/oauth2/auth", "token_uri": "https://oauth2.googleapis.com/token"}
+KEYS = [
+    KEY, {k: v for k, v in KEY.items() if k not in ("type", "token_uri")}, dict(KEY, type="authorized_user"),
+    dict(KEY, client_email="no-at-sign"), dict(KEY, private_key_id=""), dict(KEY, private_key_id=7),
+    dict(KEY, private_key=PEM.replace("PRIVATE KEY", "RSA PRIVATE KEY")), dict(KEY, token_uri=None),
+    dict(KEY, client_email="a\u00e9@p.iam.gserviceaccount.com"),
+]
+for k in KEYS:
+    write("service-account-key", json.dumps(k, indent=2))
+write("service-account-key", json.dumps(KEY).replace("\\n", "\\u000a"))

@@ -8,3 +8,6 @@
 #include <openssl/x509v3.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+#include <openssl/param_build.h>

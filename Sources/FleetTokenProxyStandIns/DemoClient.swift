@@ -60,7 +60,7 @@ struct DemoRequest: Sendable {
 ///
 /// `@unchecked Sendable`: every stored property is read and written under `condition`.
 private final class DemoCallQueue: @unchecked Sendable {
-    private let condition = DemoCondition()
+    private let condition = ThreadCondition()
     private var requests: [DemoRequest] = []
     private var head = 0
     private var closed = false

@@ -1,19 +1,31 @@
 import FleetTokenProxy
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 
 /// `fleet-token-proxy demo`: the whole path on loopback. A stand-in token provider mints
 /// Fleet Engine shaped RS256 JWTs; a stand-in Fleet Engine checks every call's token against
 /// the call's entity as Fleet Engine does; the sidecar sits between them and a fleet of
 /// simulated clients, on one event loop. Tokens are short-lived so they are refreshed during
-/// the run.
+/// the run. With `signWithKeyFile` there is no provider: the sidecar signs every token with a
+/// throwaway service-account key file (`--signer key-file:`, docs/CONTRACT.md §4a), and the
+/// stand-in Fleet Engine trusts that account's key alone.
 public struct DemoOptions: Sendable {
     public var vehicles = 200
     public var trips = 30
     public var tasks = 30
     /// Seconds of steady load after the cold start.
     public var duration: Double = 15
-    /// Lifetime of the tokens the stand-in provider mints.
+    /// Lifetime of the tokens the stand-in provider mints, or the sidecar signs (at least 60 s then).
     public var tokenLifetime: Double = 12
+    /// Sign tokens in the sidecar with a key file instead of asking a stand-in provider.
+    public var signWithKeyFile = false
     /// Client connections to the sidecar.
     public var connections = 32
     /// Seconds between two location updates of one vehicle.
@@ -31,7 +43,9 @@ public struct DemoSummary: Sendable {
     public var cacheHits = 0
     public var cacheMisses = 0
     public var coalesced = 0
+    /// Tokens the provider minted, or the sidecar signed with the key file.
     public var providerCalls = 0
+    public var signedLocally = false
     public var entities = 0
     public var maxProviderCallsForOneEntity = 0
     public var statusCounts: [Int: Int] = [:]
@@ -47,9 +61,11 @@ public final class DemoRun {
     private let output: (String) -> Void
     private let loop: EventLoop
     private let clock = SystemClock()
-    private var provider: StandInProvider!
+    private var provider: StandInProvider?
     private var fleetEngine: StandInFleetEngine!
-    private var providerServer: BufferedHTTPServer!
+    private var providerServer: BufferedHTTPServer?
+    /// The throwaway key file's folder, removed at the end.
+    private var keyDirectory: String?
     private var fleetEngineServer: BufferedHTTPServer!
     private var sidecar: Sidecar!
     private var client: DemoClient!
@@ -67,29 +83,47 @@ public final class DemoRun {
     /// Runs the demo to the end; returns the summary.
     public func run() throws -> DemoSummary {
         let logger = LogSetup.makeLogger(level: .warning, label: "demo")
-        let keyPair = try RSAKeyPair.generate()
-        provider = StandInProvider(keyPair: keyPair, scheduler: loop, wallClock: { [clock] in clock.wallNow })
-        provider.tokenLifetime = options.tokenLifetime
-        // A provider round trip that takes a moment, as a real backend's does: it is what
-        // makes concurrent cold calls pile up on one fetch.
-        provider.behaviour = .delay(0.05)
-        providerServer = BufferedHTTPServer(loop: loop, handler: provider.handler)
-        let providerAddress = try providerServer.listen(on: .inet(host: "127.0.0.1", port: 0))
+        let tokenSource: String
+        let tokenCheck: FleetEngineTokenCheck
+        var config: Configuration
+        if options.signWithKeyFile {
+            let account = try StandInServiceAccount(name: "demo-signer", project: "demo-project")
+            let directory = try Self.makePrivateDirectory()
+            keyDirectory = directory
+            try account.writeKeyFile(to: directory + "/key.json")
+            tokenCheck = FleetEngineTokenCheck(trustedKeys: [account.trustedKey])
+            config = Configuration(upstream: try UpstreamURL.parse("http://127.0.0.1:1"), providerURL: nil)
+            config.signers = [SignerFlag(types: nil, source: .keyFile(path: directory + "/key.json"))]
+            config.signedTokenLifetime = max(60, options.tokenLifetime)
+            tokenSource = "  key file (mode 0600)     \(directory)/key.json  (\(account.email), RS256, \(Int(config.signedTokenLifetime)) s lifetime)"
+        } else {
+            let keyPair = try RSAKeyPair.generate()
+            let provider = StandInProvider(keyPair: keyPair, scheduler: loop, wallClock: { [clock] in clock.wallNow })
+            provider.tokenLifetime = options.tokenLifetime
+            // A provider round trip that takes a moment, as a real backend's does: it is what
+            // makes concurrent cold calls pile up on one fetch.
+            provider.behaviour = .delay(0.05)
+            let server = BufferedHTTPServer(loop: loop, handler: provider.handler)
+            let providerAddress = try server.listen(on: .inet(host: "127.0.0.1", port: 0))
+            self.provider = provider
+            providerServer = server
+            tokenCheck = FleetEngineTokenCheck(publicKey: keyPair.publicKey, keyID: keyPair.keyID)
+            config = Configuration(
+                upstream: try UpstreamURL.parse("http://127.0.0.1:1"),
+                providerURL: try ProviderURLTemplate.parse("http://\(providerAddress)/token/{provider}/{type}/{id}"))
+            tokenSource = "  stand-in token provider  http://\(providerAddress)  (RS256 JWTs, \(Int(options.tokenLifetime)) s lifetime)"
+        }
 
-        fleetEngine = StandInFleetEngine(publicKey: keyPair.publicKey, keyID: keyPair.keyID,
-                                         classify: RESTRoute.classify, wallClock: { [clock] in clock.wallNow })
+        fleetEngine = StandInFleetEngine(tokenCheck: tokenCheck, classify: RESTRoute.classify, wallClock: { [clock] in clock.wallNow })
         fleetEngineServer = BufferedHTTPServer(loop: loop, handler: fleetEngine.handler)
         let fleetEngineAddress = try fleetEngineServer.listen(on: .inet(host: "127.0.0.1", port: 0))
-
-        var config = Configuration(
-            upstream: try UpstreamURL.parse("http://\(fleetEngineAddress)"),
-            providerURL: try ProviderURLTemplate.parse("http://\(providerAddress)/token/{provider}/{type}/{id}"))
+        config.upstream = try UpstreamURL.parse("http://\(fleetEngineAddress)")
         config.listen = .inet(host: "127.0.0.1", port: 0)
         sidecar = try Sidecar(configuration: config, loop: loop, logger: logger)
         let sidecarAddress = try sidecar.start()
 
         output("fleet-token-proxy demo")
-        output("  stand-in token provider  http://\(providerAddress)  (RS256 JWTs, \(Int(options.tokenLifetime)) s lifetime)")
+        output(tokenSource)
         output("  stand-in Fleet Engine    http://\(fleetEngineAddress)  (checks every token against the call's entity)")
         output("  sidecar                  http://\(sidecarAddress)")
         output("  clients: \(options.vehicles) vehicles updating their location every \(options.updateInterval) s, \(options.trips) trips, \(options.tasks) tasks, over \(options.connections) connections")
@@ -169,9 +203,10 @@ public final class DemoRun {
             let cache = sidecar.cacheStatistics
             let lookups = cache.hits + cache.misses
             let hitRate = lookups == 0 ? 0 : 100 * Double(cache.hits) / Double(lookups)
-            output(cFormat("  t=%2ds  calls %6d  ok %6d  rejected by Fleet Engine %d  provider calls %4d  cache hit rate %5.1f%%",
-                          second, summary.calls, summary.answeredOK, fleetEngine.statistics.rejected,
-                          provider.totalFetches, hitRate))
+            output(cFormat("  t=%2ds  calls %6d  ok %6d  rejected by Fleet Engine %d  ",
+                           second, summary.calls, summary.answeredOK, fleetEngine.statistics.rejected)
+                + (provider == nil ? "tokens signed" : "provider calls")
+                + cFormat(" %4d  cache hit rate %5.1f%%", tokensMade, hitRate))
             scheduleProgress(second: second + 1)
         }
     }
@@ -192,17 +227,35 @@ public final class DemoRun {
         summary.cacheHits = cache.hits
         summary.cacheMisses = cache.misses
         summary.coalesced = cache.coalesced
-        summary.providerCalls = provider.totalFetches
-        summary.entities = provider.fetchesByEntity.count
-        summary.maxProviderCallsForOneEntity = provider.fetchesByEntity.values.max() ?? 0
+        summary.providerCalls = tokensMade
+        summary.signedLocally = provider == nil
+        if let provider {
+            summary.entities = provider.fetchesByEntity.count
+            summary.maxProviderCallsForOneEntity = provider.fetchesByEntity.values.max() ?? 0
+        } else {
+            summary.entities = sidecar.cachedEntities
+        }
         summary.rejectedByFleetEngine = fleetEngine.statistics.rejected
         summary.acceptedByFleetEngine = fleetEngine.statistics.accepted
         client.close()
         sidecar.drain(timeout: 1) { [unowned self] in
-            providerServer.close()
+            providerServer?.close()
             fleetEngineServer.close()
+            if let keyDirectory { try? FileManager.default.removeItem(atPath: keyDirectory) }
             loop.stop()
         }
+    }
+
+    /// Tokens made so far: the provider's fetches, or the sidecar's signatures.
+    private var tokensMade: Int {
+        provider?.totalFetches ?? sidecar.cacheStatistics.providerFetches
+    }
+
+    /// A fresh folder only this user can enter, for the throwaway key file.
+    private static func makePrivateDirectory() throws -> String {
+        var template = Array((FileManager.default.temporaryDirectory.path + "/fleet-token-proxy-demo-XXXXXX").utf8CString)
+        guard let made = mkdtemp(&template) else { throw ConfigError("cannot make a folder for the demo's key file") }
+        return String(cString: made)
     }
 
     /// The summary as a person reads it.
@@ -217,8 +270,10 @@ public final class DemoRun {
             cFormat("  accepted by stand-in Fleet Engine    %8d", s.acceptedByFleetEngine),
             cFormat("  rejected by stand-in Fleet Engine    %8d   (must be 0)", s.rejectedByFleetEngine),
             cFormat("  token cache hit rate                 %8.1f%%", 100 * s.cacheHitRate),
-            cFormat("  token provider calls                 %8d   for %d entities: %.1f per entity, at most %d (tokens live %d s)",
-                   s.providerCalls, s.entities, perEntity, s.maxProviderCallsForOneEntity, Int(options.tokenLifetime)),
+            s.signedLocally
+                ? cFormat("  tokens signed with the key file      %8d   for %d entities: %.1f per entity", s.providerCalls, s.entities, perEntity)
+                : cFormat("  token provider calls                 %8d   for %d entities: %.1f per entity, at most %d (tokens live %d s)",
+                          s.providerCalls, s.entities, perEntity, s.maxProviderCallsForOneEntity, Int(options.tokenLifetime)),
             cFormat("  calls coalesced onto a fetch         %8d", s.coalesced),
         ]
         let others = s.statusCounts.filter { !(200..<300).contains($0.key) }.sorted { $0.key < $1.key }

@@ -48,14 +48,33 @@ public struct FleetEngineTokenCheck: Sendable {
         }
     }
 
-    public let publicKey: RSAPublicKey
-    public let keyID: String
+    /// A public key tokens may be signed with, as Google publishes a service account's keys
+    /// (a JWKS per account): a token must name its `kid`, and `iss` must be its account.
+    public struct TrustedKey: Sendable {
+        /// nil: the key signs for any account (the stand-in provider's key).
+        public var account: String?
+        public var keyID: String
+        public var publicKey: RSAPublicKey
+
+        public init(account: String?, keyID: String, publicKey: RSAPublicKey) {
+            self.account = account
+            self.keyID = keyID
+            self.publicKey = publicKey
+        }
+    }
+
+    /// Every key a token may be signed with; tests and `--jwks` add service accounts' keys.
+    public var trustedKeys: [TrustedKey]
     /// How far in the future `iat` may be (Fleet Engine tolerates about 10 minutes of skew).
     public var allowedClockSkew: Double = 600
 
+    /// Trusts the token provider's one key, for any account.
     public init(publicKey: RSAPublicKey, keyID: String) {
-        self.publicKey = publicKey
-        self.keyID = keyID
+        trustedKeys = [TrustedKey(account: nil, keyID: keyID, publicKey: publicKey)]
+    }
+
+    public init(trustedKeys: [TrustedKey]) {
+        self.trustedKeys = trustedKeys
     }
 
     /// Judges the token in `headers` for a call about `entity` at wall-clock time `now`.
@@ -90,16 +109,20 @@ public struct FleetEngineTokenCheck: Sendable {
         if let type = header["typ"], type.stringValue != "JWT" {
             return .rejected(.malformedToken, detail: "typ must be JWT")
         }
-        guard header["kid"]?.stringValue == keyID else { return .rejected(.unknownKeyID, detail: "kid is not a known key") }
+        let kid = header["kid"]?.stringValue
+        let issuer = claims["iss"]?.stringValue
+        // The account's own keys (as Fleet Engine looks up the keys of the account in `iss`).
+        let candidates = trustedKeys.filter { $0.keyID == kid && ($0.account == nil || $0.account == issuer) }
+        guard !candidates.isEmpty else { return .rejected(.unknownKeyID, detail: "kid is not a known key of the account in iss") }
         let signingInput = Array(token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
-        guard publicKey.verify(signingInput, signature: signature) else {
+        guard candidates.contains(where: { $0.publicKey.verify(signingInput, signature: signature) }) else {
             return .rejected(.badSignature, detail: "signature does not verify")
         }
 
         guard claims["aud"]?.stringValue == JWTMinter.fleetEngineAudience else {
             return .rejected(.wrongAudience, detail: "aud must be \(JWTMinter.fleetEngineAudience)")
         }
-        guard let issuer = claims["iss"]?.stringValue, claims["sub"]?.stringValue == issuer else {
+        guard let issuer, claims["sub"]?.stringValue == issuer else {
             return .rejected(.wrongIssuer, detail: "iss and sub must be the same service account")
         }
         guard let expiresAt = number(claims["exp"]), let issuedAt = number(claims["iat"]) else {
@@ -113,7 +136,7 @@ public struct FleetEngineTokenCheck: Sendable {
         guard lifetime > 0, lifetime <= Double(JWTMinter.maximumLifetime) else {
             return .rejected(.badLifetime, detail: "exp - iat is \(Int(lifetime)) s, must be 1 to \(JWTMinter.maximumLifetime)")
         }
-        guard issuer == JWTMinter.serviceAccount(forProvider: entity.provider) else {
+        guard JWTMinter.project(ofServiceAccount: issuer) == entity.provider else {
             return .rejected(.wrongProject, detail: "the service account is not one of project \(entity.provider)")
         }
 

@@ -33,6 +33,15 @@ public struct JWTMinter: Sendable {
         "fleet-engine-stand-in@\(provider).iam.gserviceaccount.com"
     }
 
+    /// The project a service account belongs to: `NAME@PROJECT.iam.gserviceaccount.com`; nil
+    /// for an address of another shape.
+    public static func project(ofServiceAccount account: String) -> String? {
+        let suffix = ".iam.gserviceaccount.com"
+        guard let at = account.firstIndex(of: "@"), account.hasSuffix(suffix) else { return nil }
+        let project = account[account.index(after: at)...].dropLast(suffix.count)
+        return project.isEmpty ? nil : String(project)
+    }
+
     /// The `authorization` claim: which entities the token may act on. `"*"` means every entity
     /// of that kind.
     public struct AuthorizationClaim: Sendable, Equatable {
@@ -161,31 +170,11 @@ public struct JWTMinter: Sendable {
         Array(JSONish.object(object).jsonText.utf8)
     }
 
-    /// Unpadded base64url (RFC 4648 §5), as JWS uses it (RFC 7515 §2).
+    /// Unpadded base64url (RFC 4648 §5), as JWS uses it (RFC 7515 §2): the sidecar's own
+    /// encoder, and a strict reader for the stand-in Fleet Engine's checks.
     enum Base64URL {
-        private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-
         static func encode(_ bytes: [UInt8]) -> String {
-            var out: [UInt8] = []
-            out.reserveCapacity((bytes.count * 4 + 2) / 3)
-            var index = 0
-            while index + 3 <= bytes.count {
-                let n = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
-                out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)],
-                        alphabet[Int(n >> 6 & 63)], alphabet[Int(n & 63)]]
-                index += 3
-            }
-            switch bytes.count - index {
-            case 1:
-                let n = UInt32(bytes[index]) << 16
-                out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)]]
-            case 2:
-                let n = UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8
-                out += [alphabet[Int(n >> 18 & 63)], alphabet[Int(n >> 12 & 63)], alphabet[Int(n >> 6 & 63)]]
-            default:
-                break
-            }
-            return String(decoding: out, as: UTF8.self)
+            FleetTokenProxy.Base64URL.encode(bytes)
         }
 
         /// nil for anything but canonical unpadded base64url: padding, other characters, a

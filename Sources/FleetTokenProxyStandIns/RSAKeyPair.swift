@@ -41,6 +41,8 @@ public final class RSAKeyPair: @unchecked Sendable {
     public let publicKeyPEM: String
     /// The matching verifier.
     public let publicKey: RSAPublicKey
+    /// Signs: the sidecar's own RS256 signer, over the same key.
+    private let signer: RSASigningKey
 
     /// A fresh key. RS256 needs at least 2048 bits (RFC 7518 §3.3).
     public static func generate(bits: Int = 2048) throws -> RSAKeyPair {
@@ -82,6 +84,10 @@ public final class RSAKeyPair: @unchecked Sendable {
             self.publicKeyPEM = pem
             self.publicKey = try RSAPublicKey(pem: pem)
             self.keyID = try keyID ?? Self.randomKeyID()
+            let privatePEM = try RSAKeyPair.MemoryBIO.writing("writing the private key as PEM") { bio in
+                PEM_write_bio_PrivateKey(bio, key, nil, nil, 0, nil, nil)
+            }
+            self.signer = try RSASigningKey(pem: privatePEM)
         } catch {
             EVP_PKEY_free(key)
             throw error
@@ -100,19 +106,23 @@ public final class RSAKeyPair: @unchecked Sendable {
 
     /// RS256 signature of `data`.
     public func sign(_ data: [UInt8]) throws -> [UInt8] {
-        ERR_clear_error()
-        guard let context = EVP_MD_CTX_new() else { throw RSAKeyError.drainingQueue("creating a digest context") }
-        defer { EVP_MD_CTX_free(context) }
-        var length = 0
-        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1,
-              EVP_DigestSign(context, nil, &length, data, data.count) == 1
-        else { throw RSAKeyError.drainingQueue("starting an RS256 signature") }
-        var signature = [UInt8](repeating: 0, count: length)
-        guard EVP_DigestSign(context, &signature, &length, data, data.count) == 1 else {
-            throw RSAKeyError.drainingQueue("signing with RS256")
+        try signer.sign(data)
+    }
+
+    /// The public key's modulus and exponent, big-endian without leading zeros: the `n` and
+    /// `e` of a JSON Web Key (RFC 7518 §6.3.1).
+    public func publicNumbers() throws -> (modulus: [UInt8], exponent: [UInt8]) {
+        func number(_ name: String) throws -> [UInt8] {
+            var bignum: OpaquePointer?
+            guard EVP_PKEY_get_bn_param(key, name, &bignum) == 1, let bignum else {
+                throw RSAKeyError.drainingQueue("reading the key's \(name)")
+            }
+            defer { BN_free(bignum) }
+            var bytes = [UInt8](repeating: 0, count: (Int(BN_num_bits(bignum)) + 7) / 8)
+            _ = BN_bn2bin(bignum, &bytes)
+            return bytes
         }
-        signature.removeSubrange(length...)
-        return signature
+        return (try number("n"), try number("e"))
     }
 
     private static func randomKeyID() throws -> String {
@@ -141,6 +151,40 @@ public final class RSAPublicKey: @unchecked Sendable {
             EVP_PKEY_free(key)
             throw RSAKeyError(operation: "the public key is not an RSA key", openSSLErrors: [])
         }
+        self.key = key
+    }
+
+    /// A key from its modulus and exponent (big-endian), as a JSON Web Key gives them.
+    public init(modulus: [UInt8], exponent: [UInt8]) throws {
+        ERR_clear_error()
+        guard !modulus.isEmpty, !exponent.isEmpty,
+              let n = BN_bin2bn(modulus, Int32(modulus.count), nil) else {
+            throw RSAKeyError(operation: "an RSA public key needs a modulus and an exponent", openSSLErrors: [])
+        }
+        defer { BN_free(n) }
+        guard let e = BN_bin2bn(exponent, Int32(exponent.count), nil) else { throw RSAKeyError.drainingQueue("reading the exponent") }
+        defer { BN_free(e) }
+        guard let builder = OSSL_PARAM_BLD_new() else { throw RSAKeyError.drainingQueue("building key parameters") }
+        defer { OSSL_PARAM_BLD_free(builder) }
+        // The builder keeps the names' pointers until `to_param`: static strings, not the
+        // temporary C strings a Swift literal would be passed as.
+        func name(_ text: StaticString) -> UnsafePointer<CChar> {
+            UnsafeRawPointer(text.utf8Start).assumingMemoryBound(to: CChar.self)
+        }
+        guard OSSL_PARAM_BLD_push_BN(builder, name("n"), n) == 1, OSSL_PARAM_BLD_push_BN(builder, name("e"), e) == 1,
+              let parameters = OSSL_PARAM_BLD_to_param(builder)
+        else { throw RSAKeyError.drainingQueue("building key parameters") }
+        defer { OSSL_PARAM_free(parameters) }
+        // The context keeps the key type's name too.
+        guard let context = EVP_PKEY_CTX_new_from_name(nil, name("RSA"), nil) else { throw RSAKeyError.drainingQueue("creating an RSA context") }
+        defer { EVP_PKEY_CTX_free(context) }
+        var key: OpaquePointer?
+        // EVP_PKEY_PUBLIC_KEY, a macro Swift cannot import: the public key with its parameters.
+        let publicKeySelection = Int32(OSSL_KEYMGMT_SELECT_PUBLIC_KEY | OSSL_KEYMGMT_SELECT_ALL_PARAMETERS)
+        guard EVP_PKEY_fromdata_init(context) == 1,
+              EVP_PKEY_fromdata(context, &key, publicKeySelection, parameters) == 1,
+              let key
+        else { throw RSAKeyError.drainingQueue("making an RSA public key from its numbers") }
         self.key = key
     }
 

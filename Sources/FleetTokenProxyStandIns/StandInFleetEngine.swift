@@ -50,12 +50,21 @@ public final class StandInFleetEngine {
     ///   - publicKey, keyID: the token provider's signing key, the only one trusted.
     ///   - classify: the sidecar's own routing (docs/CONTRACT.md §3), so both sides agree on the entity.
     ///   - wallClock: seconds since the Unix epoch, to judge `iat` and `exp`.
-    public init(
+    public convenience init(
         publicKey: RSAPublicKey, keyID: String,
         classify: @escaping (_ method: String, _ target: String) -> Result<EntityKey, ProxyFailure>,
         wallClock: @escaping () -> Double
     ) {
-        self.tokenCheck = FleetEngineTokenCheck(publicKey: publicKey, keyID: keyID)
+        self.init(tokenCheck: FleetEngineTokenCheck(publicKey: publicKey, keyID: keyID), classify: classify, wallClock: wallClock)
+    }
+
+    /// A stand-in that judges tokens with `tokenCheck` (service accounts' keys from a JWKS).
+    public init(
+        tokenCheck: FleetEngineTokenCheck,
+        classify: @escaping (_ method: String, _ target: String) -> Result<EntityKey, ProxyFailure>,
+        wallClock: @escaping () -> Double
+    ) {
+        self.tokenCheck = tokenCheck
         self.classify = classify
         self.wallClock = wallClock
     }

@@ -58,6 +58,7 @@ public enum ParserInvariants {
         RESTRouteInvariant.self,
         ProviderAnswerInvariant.self,
         HeaderFileInvariant.self,
+        ServiceAccountKeyInvariant.self,
     ]
 }
 

@@ -20,11 +20,19 @@ struct Demo: ParsableCommand {
     var vehicles = 200
     @Option(help: "Seconds of load.")
     var duration: Double = 15
-    @Option(help: "Lifetime in seconds of the tokens the stand-in provider mints.")
+    @Option(help: "Lifetime in seconds of the tokens the stand-in provider mints (with --signer key-file, of the tokens the sidecar signs: at least 60).")
     var tokenLifetime: Double = 12
+    @Option(help: "key-file: no provider; the sidecar signs every token with a throwaway service-account key file (mode 0600) that the stand-in Fleet Engine knows.")
+    var signer: String?
 
     func execute() -> Int32 {
         var options = DemoOptions()
+        if let signer {
+            guard signer == "key-file" else {
+                return fail("demo --signer takes key-file (iam and adc are not available in this build)")
+            }
+            options.signWithKeyFile = true
+        }
         options.vehicles = max(1, vehicles)
         options.duration = max(1, duration)
         options.tokenLifetime = max(4, tokenLifetime)
@@ -128,22 +136,31 @@ struct StandIn: ParsableCommand {
         @Option(help: "Listen address (loopback).")
         var listen = "127.0.0.1:4191"
         @Option(help: "The token provider's public key (PEM), as `stand-in provider --public-key-out` writes it.")
-        var publicKey: String
+        var publicKey: String?
         @Option(help: "The key id the tokens must name, as given to `stand-in provider --key-id`.")
-        var keyId: String
+        var keyId: String?
+        @Option(help: "Service accounts' public keys: a JWKS file, or a directory of them; a file named ACCOUNT.json holds that account's keys, which sign for it alone (as with --signer key-file:).")
+        var jwks: String?
 
         func execute() throws -> Int32 {
             let address = try ListenAddress.parse(listen)
             guard address.isLoopback else { throw ConfigError("stand-in listens on loopback only") }
-            let pem: String
-            do {
-                pem = try String(contentsOfFile: publicKey, encoding: .utf8)
-            } catch {
-                throw ConfigError("--public-key \(publicKey) cannot be read")
+            var trusted: [FleetEngineTokenCheck.TrustedKey] = []
+            if let publicKey {
+                guard let keyId else { throw ConfigError("--public-key needs --key-id") }
+                let pem: String
+                do {
+                    pem = try String(contentsOfFile: publicKey, encoding: .utf8)
+                } catch {
+                    throw ConfigError("--public-key \(publicKey) cannot be read")
+                }
+                trusted.append(.init(account: nil, keyID: keyId, publicKey: try RSAPublicKey(pem: pem)))
             }
+            if let jwks { trusted += try JSONWebKeySet.trustedKeys(at: jwks) }
+            guard !trusted.isEmpty else { throw ConfigError("give --public-key and --key-id, or --jwks: keys to trust") }
             let loop = try EventLoop()
             let clock = SystemClock()
-            let engine = StandInFleetEngine(publicKey: try RSAPublicKey(pem: pem), keyID: keyId,
+            let engine = StandInFleetEngine(tokenCheck: FleetEngineTokenCheck(trustedKeys: trusted),
                                             classify: RESTRoute.classify, wallClock: { clock.wallNow })
             return try StandIn.serve(engine.handler, named: "fleet-engine", on: address, loop: loop)
         }

@@ -19,8 +19,12 @@ struct Serve: ParsableCommand {
     var upstream = "https://fleetengine.googleapis.com"
     @Option(help: "Trust this CA (PEM) for the upstream instead of the system trust store.")
     var upstreamCaFile: String?
-    @Option(help: "Token provider URL template with {type}, {id} and {provider}.")
+    @Option(help: "Token provider URL template with {type}, {id} and {provider}; the source of every token type no --signer names.")
     var providerUrl: String?
+    @Option(help: ArgumentHelp("Sign tokens locally: [TYPES=]key-file:PATH, TYPES a comma list of vehicle, trip, delivery_vehicle, task, tracking, fleet (default: every type no other --signer names). Repeatable; the key file is re-read on SIGHUP.", valueName: "[TYPES=]SOURCE"))
+    var signer: [String] = []
+    @Option(help: "Seconds from iat to exp of a token a --signer mints (60 to 3600).")
+    var signedTokenLifetime: Double = 3600
     @Option(help: "'Name: value' header sent to the token provider (repeatable).")
     var providerHeader: [String] = []
     @Option(help: "File with one 'Name: value' header a line, re-read on SIGHUP.")
@@ -60,10 +64,9 @@ struct Serve: ParsableCommand {
 
     /// Checks and assembles the configuration; every problem is a `ConfigError` line.
     func makeConfiguration() throws -> Configuration {
-        guard let providerUrl else {
-            throw ConfigError("--provider-url is required (or FLEET_TOKEN_PROXY_PROVIDER_URL)")
-        }
-        var config = Configuration(upstream: try UpstreamURL.parse(upstream), providerURL: try ProviderURLTemplate.parse(providerUrl))
+        var config = Configuration(upstream: try UpstreamURL.parse(upstream), providerURL: try providerUrl.map { try ProviderURLTemplate.parse($0) })
+        config.signers = try signer.map { try SignerFlag.parse($0) }
+        config.signedTokenLifetime = signedTokenLifetime
         config.listen = try ListenAddress.parse(listen)
         config.allowNonLoopback = allowNonLoopback
         config.upstreamCAFile = try readableFile(upstreamCaFile, flag: "--upstream-ca-file")
@@ -140,7 +143,8 @@ struct Serve: ParsableCommand {
         loop.onSignal(SIGINT, stop)
         loop.onSignal(SIGHUP) {
             sidecar.reloadProviderHeaders()
-            if !draining { notifier?.notify(.status("serving on \(address); provider headers reloaded")) }
+            sidecar.reloadSigningKeys()
+            if !draining { notifier?.notify(.status("serving on \(address); credentials reloaded")) }
         }
         do {
             address = activated.isEmpty ? try sidecar.start() : try sidecar.start(adopting: activated)

@@ -17,6 +17,7 @@ let serveFlags: [EnvironmentArguments.Flag] = [
     .init("provider-timeout"), .init("lazy-refresh", takesValue: false), .init("admin-listen"), .init("socket-mode"),
     .init("drain-timeout"), .init("log-level"),
     .init("provider-backoff-max"), .init("max-buffered-bytes"),
+    .init("signer", repeatable: true), .init("signed-token-lifetime"),
 ]
 
 struct FleetTokenProxyCommand: ParsableCommand {

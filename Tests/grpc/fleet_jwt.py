@@ -38,6 +38,15 @@ def service_account(provider: str) -> str:
     return f"fleet-engine-stand-in@{provider}.iam.gserviceaccount.com"
 
 
+def project_of(account: str) -> str | None:
+    """`NAME@PROJECT.iam.gserviceaccount.com` → PROJECT; None for another shape."""
+    name, at, domain = account.partition("@")
+    suffix = ".iam.gserviceaccount.com"
+    if not at or not domain.endswith(suffix) or len(domain) == len(suffix):
+        return None
+    return domain[: -len(suffix)]
+
+
 def b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
@@ -101,6 +110,36 @@ def _json(value: dict) -> bytes:
     return json.dumps(value, separators=(",", ":"), sort_keys=True).encode("utf-8")
 
 
+def service_account_key_file(key: SigningKey, account: str) -> dict:
+    """The key file Google issues for `account` (the fields `--signer key-file:` reads)."""
+    pem = key.private_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                        serialization.NoEncryption()).decode("ascii")
+    return {"type": "service_account", "project_id": project_of(account), "private_key_id": key.kid,
+            "private_key": pem, "client_email": account, "token_uri": "https://oauth2.googleapis.com/token"}
+
+
+def jwks(keys: list[SigningKey]) -> dict:
+    """Public keys as a JSON Web Key Set, the way Google publishes a service account's keys."""
+    def number(value: int) -> str:
+        return b64url(value.to_bytes((value.bit_length() + 7) // 8, "big"))
+
+    return {"keys": [{"kty": "RSA", "alg": "RS256", "use": "sig", "kid": key.kid,
+                      "n": number(key.public_key.public_numbers().n), "e": number(key.public_key.public_numbers().e)}
+                     for key in keys]}
+
+
+def load_jwks(text: str) -> list[tuple[str, rsa.RSAPublicKey]]:
+    """The RSA keys of a JSON Web Key Set, as (kid, key) pairs."""
+    keys = []
+    for entry in json.loads(text)["keys"]:
+        if entry.get("kty") != "RSA":
+            continue
+        n = int.from_bytes(b64url_decode(entry["n"]), "big")
+        e = int.from_bytes(b64url_decode(entry["e"]), "big")
+        keys.append((entry["kid"], rsa.RSAPublicNumbers(e, n).public_key()))
+    return keys
+
+
 def load_public_key_pem(pem: bytes) -> rsa.RSAPublicKey:
     key = serialization.load_pem_public_key(pem)
     if not isinstance(key, rsa.RSAPublicKey):
@@ -137,15 +176,17 @@ class TokenVerifier:
     """Judges a call's `authorization` values for an entity, as Fleet Engine does.
 
     `keys` are (kid, public key) pairs; a pair with kid None accepts any `kid` (the Swift stand-in
-    provider publishes its key as bare PEM, without its random key id).
+    provider publishes its key as bare PEM, without its random key id). A key added with an
+    `account` signs for that service account alone, as Fleet Engine looks up the keys of the
+    account named in `iss` (a JWKS per account, `load_jwks`).
     """
 
     def __init__(self, keys: list[tuple[str | None, rsa.RSAPublicKey]], *, skew: float = ALLOWED_CLOCK_SKEW):
-        self.keys = list(keys)
+        self.keys = [(kid, key, None) for kid, key in keys]
         self.skew = skew
 
-    def add_key(self, kid: str | None, key: rsa.RSAPublicKey) -> None:
-        self.keys.append((kid, key))
+    def add_key(self, kid: str | None, key: rsa.RSAPublicKey, account: str | None = None) -> None:
+        self.keys.append((kid, key, account))
 
     def check_metadata(self, authorization_values: list[str], entity: Entity, now: float) -> Verdict:
         if not authorization_values:
@@ -173,16 +214,17 @@ class TokenVerifier:
             return _unauthenticated("unsupported_algorithm", "alg must be RS256")
         if "typ" in header and header["typ"] != "JWT":
             return _unauthenticated("malformed_token", "typ must be JWT")
-        candidates = [key for kid, key in self.keys if kid is None or kid == header.get("kid")]
+        issuer = claims.get("iss")
+        candidates = [key for kid, key, account in self.keys
+                      if (kid is None or kid == header.get("kid")) and (account is None or account == issuer)]
         if not candidates:
-            return _unauthenticated("unknown_key_id", "kid is not a known key")
+            return _unauthenticated("unknown_key_id", "kid is not a known key of the account in iss")
         signing_input = (parts[0] + "." + parts[1]).encode("ascii")
         if not any(_verifies(key, signing_input, signature) for key in candidates):
             return _unauthenticated("bad_signature", "signature does not verify")
 
         if claims.get("aud") != AUDIENCE:
             return _unauthenticated("wrong_audience", f"aud must be {AUDIENCE}")
-        issuer = claims.get("iss")
         if not isinstance(issuer, str) or claims.get("sub") != issuer:
             return _unauthenticated("wrong_issuer", "iss and sub must be the same service account")
         expires_at, issued_at = claims.get("exp"), claims.get("iat")
@@ -195,7 +237,7 @@ class TokenVerifier:
         lifetime = expires_at - issued_at
         if not 0 < lifetime <= MAXIMUM_LIFETIME:
             return _unauthenticated("bad_lifetime", f"exp - iat is {int(lifetime)} s, must be 1 to {MAXIMUM_LIFETIME}")
-        if issuer != service_account(entity.provider):
+        if project_of(issuer) != entity.provider:
             return _denied("wrong_project", f"the service account is not one of project {entity.provider}")
 
         claim = claims.get("authorization")

@@ -29,6 +29,7 @@ import argparse
 import collections
 import dataclasses
 import json
+import os
 import signal
 import sys
 import threading
@@ -56,7 +57,7 @@ from fleet_entities import (
     parse_parent,
     valid_entity_id,
 )
-from fleet_jwt import TokenVerifier, load_public_key_pem
+from fleet_jwt import TokenVerifier, load_jwks, load_public_key_pem
 from protocol_mux import ProtocolMux
 
 ONE_MIB = 1 << 20
@@ -501,12 +502,17 @@ def _rest_handler(engine: StandInFleetEngine):
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Stand-in Fleet Engine (gRPC and REST on one port) that checks token claims.")
     parser.add_argument("--listen", default="127.0.0.1:4199")
-    parser.add_argument("--public-key", action="append", required=True,
+    parser.add_argument("--jwks", action="append", default=[],
+                        help="a service account's public keys as a JWKS file named ACCOUNT.json (repeatable): "
+                             "they sign for that account alone, as with `serve --signer key-file:`")
+    parser.add_argument("--public-key", action="append", default=[],
                         help="PEM public key tokens may be signed with (repeatable), e.g. from "
                              "`fleet-token-proxy stand-in provider --public-key-out`")
     parser.add_argument("--tls-cert", help="serve gRPC over TLS with this certificate (PEM) ...")
     parser.add_argument("--tls-key", help="... and this private key (PEM)")
     args = parser.parse_args(argv)
+    if not args.public_key and not args.jwks:
+        parser.error("give --public-key or --jwks: keys to trust")
     keys = []
     for path in args.public_key:
         with open(path, "rb") as file:
@@ -516,6 +522,11 @@ def main(argv: list[str]) -> int:
         with open(args.tls_cert, "rb") as cert, open(args.tls_key, "rb") as key:
             tls = (cert.read(), key.read())
     engine = StandInFleetEngine(keys, tls=tls, rest=tls is None, listen=args.listen)
+    for path in args.jwks:
+        account = os.path.basename(path).removesuffix(".json")
+        with open(path) as file:
+            for kid, key in load_jwks(file.read()):
+                engine.verifier.add_key(kid, key, account if "@" in account else None)
     engine.on_record = lambda r: print(f"{r.outcome:9} {r.code.name:17} {r.method} {r.entity or ''} {r.detail}", flush=True)
     engine.start()
     print(f"stand-in Fleet Engine listening on {engine.address}", file=sys.stderr, flush=True)

@@ -6,7 +6,8 @@ public struct Configuration: Sendable {
     public var allowNonLoopback = false
     public var upstream: UpstreamURL
     public var upstreamCAFile: String?
-    public var providerURL: ProviderURLTemplate
+    /// The token provider; nil when `--signer` flags cover every token type.
+    public var providerURL: ProviderURLTemplate?
     public var providerHeaders: [HeaderField] = []
     public var providerHeaderFile: String?
     public var providerCAFile: String?
@@ -29,8 +30,12 @@ public struct Configuration: Sendable {
     /// One `info` line per call on the `fleet-token-proxy.access` logger (`--access-log`).
     public var accessLog = false
     public var limits = ServerLimits()
+    /// `--signer` flags in order (docs/CONTRACT.md §4a); `tokenSources` says which types each takes.
+    public var signers: [SignerFlag] = []
+    /// `exp − iat` of a token a signer mints (`--signed-token-lifetime`).
+    public var signedTokenLifetime: Double = 3600
 
-    public init(upstream: UpstreamURL, providerURL: ProviderURLTemplate) {
+    public init(upstream: UpstreamURL, providerURL: ProviderURLTemplate?) {
         self.upstream = upstream
         self.providerURL = providerURL
     }
@@ -38,6 +43,15 @@ public struct Configuration: Sendable {
     /// The smallest `--max-buffered-bytes` accepted: a budget of only a few reads' worth of
     /// request bytes would refuse ordinary calls, a misconfiguration rather than a bound.
     public static let minimumBufferedBytes = 64 * 1024
+
+    /// Fleet Engine accepts at most an hour (docs/CONTRACT.md §2); under a minute would make
+    /// refreshing the main thing a signer does.
+    public static let signedTokenLifetimes: ClosedRange<Double> = 60...3600
+
+    /// Each token type's source; a type without one, or named twice, is a `ConfigError`.
+    public func tokenSources() throws(ConfigError) -> TokenSourcePlan {
+        try TokenSourcePlan(signers: signers, hasProvider: providerURL != nil)
+    }
 
     /// The checks that span several settings; each failure is one line for stderr.
     public func validate() throws(ConfigError) {
@@ -54,6 +68,10 @@ public struct Configuration: Sendable {
         if providerTimeout <= 0 { throw ConfigError("--provider-timeout must be more than 0 seconds") }
         if !(providerBackoffMax > 0) { throw ConfigError("--provider-backoff-max must be more than 0 seconds") }
         if drainTimeout < 0 { throw ConfigError("--drain-timeout must be 0 or more seconds") }
+        if !Self.signedTokenLifetimes.contains(signedTokenLifetime) {
+            throw ConfigError("--signed-token-lifetime must be 60 to 3600 seconds")
+        }
+        _ = try tokenSources()
         if limits.maxBufferedBytes < Self.minimumBufferedBytes {
             throw ConfigError("--max-buffered-bytes must be at least \(Self.minimumBufferedBytes)")
         }

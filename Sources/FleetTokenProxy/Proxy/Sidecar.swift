@@ -13,7 +13,10 @@ public final class Sidecar {
     private let logger: Logger
     private let core: ProxyCore
     private let server: ProxyServer
-    private let provider: ProviderClient
+    private let provider: ProviderClient?
+    /// One per `--signer`, in flag order; they share `signingWorkers`.
+    private let signers: [KeyFileSigner]
+    private let signingWorkers: WorkerPool?
     private let cache: TokenCache
     private let metrics: ProxyMetrics
     private var admin: AdminServer?
@@ -31,23 +34,51 @@ public final class Sidecar {
         let upstreamTrust = configuration.upstream.scheme == .https
             ? try TrustStore.file(configuration.upstreamCAFile, or: systemTrust) : nil
         let upstreamTLS = upstreamTrust.map { TLSContext.client(trust: $0) }
-        let providerTrust = configuration.providerURL.scheme == .https
+        let providerTrust = configuration.providerURL?.scheme == .https
             ? try TrustStore.file(configuration.providerCAFile, or: systemTrust) : nil
         let providerTLS = providerTrust.map { TLSContext.client(trust: $0) }
         if upstreamTrust === systemTrust || providerTrust === systemTrust { try systemTrust.load() }
         // Metrics cost a little on every call; without an admin listener nobody can read them.
         metrics = configuration.adminListen != nil ? ProxyMetrics.bootstrapped() : ProxyMetrics()
-        var headers = configuration.providerHeaders
-        if let file = configuration.providerHeaderFile {
-            headers += try Self.readHeaderFile(file)
+        let plan = try configuration.tokenSources()
+        var providerClient: ProviderClient?
+        if plan.usesProvider, let template = configuration.providerURL {
+            var headers = configuration.providerHeaders
+            if let file = configuration.providerHeaderFile {
+                headers += try Self.readHeaderFile(file)
+            }
+            providerClient = ProviderClient(
+                loop: loop, template: template, tls: providerTLS, headers: headers,
+                tokenField: configuration.tokenField, expiryField: configuration.expiryField,
+                timeout: configuration.providerTimeout, concurrency: configuration.providerConcurrency,
+                clock: clock, logger: logger, metrics: metrics)
         }
-        provider = ProviderClient(
-            loop: loop, template: configuration.providerURL, tls: providerTLS, headers: headers,
-            tokenField: configuration.tokenField, expiryField: configuration.expiryField,
-            timeout: configuration.providerTimeout, concurrency: configuration.providerConcurrency,
-            clock: clock, logger: logger, metrics: metrics)
+        provider = providerClient
+        let workers = configuration.signers.isEmpty ? nil : WorkerPool(threads: WorkerPool.defaultThreads, queueLimit: Self.signingQueueLimit)
+        signingWorkers = workers
+        var keyFileSigners: [KeyFileSigner] = []
+        for flag in configuration.signers {
+            switch flag.source {
+            case .keyFile(let path):
+                do {
+                    keyFileSigners.append(try KeyFileSigner(
+                        path: path, loop: loop, workers: workers!, lifetime: configuration.signedTokenLifetime,
+                        clock: clock, logger: logger))
+                } catch {
+                    workers?.stop()
+                    throw error
+                }
+            }
+        }
+        signers = keyFileSigners
+        let fetcher = TokenSources { type in
+            switch plan.sources[type]! {
+            case .provider: providerClient!
+            case .signer(let index): keyFileSigners[index]
+            }
+        }
         cache = TokenCache(
-            fetcher: provider, clock: clock,
+            fetcher: fetcher, clock: clock,
             timing: TokenTiming(refreshMargin: configuration.refreshMargin, minValidity: configuration.minTokenValidity),
             maxEntities: configuration.maxEntities,
             scheduler: configuration.lazyRefresh ? nil : loop,
@@ -72,13 +103,18 @@ public final class Sidecar {
         }
     }
 
+    deinit {
+        // The workers hold the pool until told to stop; a sidecar dropped without a drain.
+        signingWorkers?.stop()
+    }
+
     /// Binds the configured listener (and the admin listener); returns the bound address (real
     /// port for port 0).
     @discardableResult
     public func start() throws -> String {
         let bound = try server.listen(on: configuration.listen, socketMode: configuration.socketMode)
         var metadata: Logger.Metadata = [
-            "address": "\(bound)", "upstream": "\(configuration.upstream)", "provider": "\(configuration.providerURL)",
+            "address": "\(bound)", "upstream": "\(configuration.upstream)", "provider": "\(configuration.providerURL.map { "\($0)" } ?? "none")",
         ]
         metadata["admin"] = try startAdmin().map { "\($0)" }
         logger.notice("listening", metadata: metadata)
@@ -100,7 +136,7 @@ public final class Sidecar {
         let bound = addresses.joined(separator: ",")
         var metadata: Logger.Metadata = [
             "address": "\(bound)", "activation": "socket", "names": "\(sockets.map(\.name).joined(separator: ","))",
-            "upstream": "\(configuration.upstream)", "provider": "\(configuration.providerURL)",
+            "upstream": "\(configuration.upstream)", "provider": "\(configuration.providerURL.map { "\($0)" } ?? "none")",
         ]
         metadata["admin"] = try startAdmin().map { "\($0)" }
         logger.notice("listening", metadata: metadata)
@@ -126,7 +162,7 @@ public final class Sidecar {
     /// Re-reads `--provider-header-file` (SIGHUP): the next provider request uses it; cached
     /// tokens and connections are kept. A bad file keeps the old headers.
     public func reloadProviderHeaders() {
-        guard let file = configuration.providerHeaderFile else { return }
+        guard let provider, let file = configuration.providerHeaderFile else { return }
         do {
             provider.headers = configuration.providerHeaders + (try Self.readHeaderFile(file))
             logger.notice("provider headers reloaded", metadata: ["file": "\(file)", "count": "\(provider.headers.count)"])
@@ -134,6 +170,16 @@ public final class Sidecar {
             logger.error("provider header file not reloaded; keeping the previous headers", metadata: ["error": "\(error)"])
         }
     }
+
+    /// Re-reads every `--signer key-file:` (SIGHUP): the next token is signed with the new key;
+    /// a bad file keeps the previous key, with one error line.
+    public func reloadSigningKeys() {
+        signers.forEach { $0.reload() }
+    }
+
+    /// Tokens that may wait for a signing worker before more are refused (503): a cold start
+    /// of this many entities is signed without a refusal, in a few MB at most.
+    static let signingQueueLimit = 16_384
 
     /// Stops accepting, lets calls in flight finish for up to `timeout` seconds, then closes
     /// what is left and calls `done`.
@@ -144,7 +190,8 @@ public final class Sidecar {
             guard !finished else { return }
             finished = true
             server.closeAll()
-            provider.close()
+            provider?.close()
+            signingWorkers?.stop()
             core.upstream.close()
             core.upstreamH2.close()
             // Last: /readyz says 503 for the whole drain.

@@ -86,7 +86,29 @@ public struct JWTClaims: Sendable, Equatable {
 }
 
 /// RFC 4648 §5 base64url without padding, as JWTs use it.
-enum Base64URL {
+public enum Base64URL {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    /// `bytes` as unpadded base64url (RFC 7515 §2).
+    public static func encode(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity((bytes.count * 4 + 2) / 3)
+        var index = 0
+        while index < bytes.count {
+            let remaining = bytes.count - index
+            var n = UInt32(bytes[index]) << 16
+            if remaining > 1 { n |= UInt32(bytes[index + 1]) << 8 }
+            if remaining > 2 { n |= UInt32(bytes[index + 2]) }
+            // 2, 3 or 4 characters for 1, 2 or 3 bytes.
+            out.append(alphabet[Int(n >> 18 & 63)])
+            out.append(alphabet[Int(n >> 12 & 63)])
+            if remaining > 1 { out.append(alphabet[Int(n >> 6 & 63)]) }
+            if remaining > 2 { out.append(alphabet[Int(n & 63)]) }
+            index += 3
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// The 6-bit value of a base64url character, or nil.
     private static func sextet(_ c: UInt8) -> UInt8? {
         switch c {

@@ -1,0 +1,31 @@
+/// A service account's key, ready to sign: what one `key-file:` source holds between reloads
+/// (docs/CONTRACT.md §4a). Immutable and `Sendable`, so the signing workers use it while the
+/// loop may already hold a newer one after a reload.
+public final class SigningCredential: Sendable {
+    public let account: String
+    public let keyID: String
+    private let key: RSASigningKey
+
+    public init(_ serviceAccountKey: ServiceAccountKey) throws(SigningKeyError) {
+        account = serviceAccountKey.clientEmail
+        keyID = serviceAccountKey.privateKeyID
+        key = try RSASigningKey(pem: serviceAccountKey.privateKeyPEM)
+    }
+
+    /// A token for `key` issued at `wallNow` (back-dated: `FleetEngineClaims.backdate(lifetime:)`), valid for
+    /// `lifetime` seconds. A failure is the sidecar's own (502 / gRPC 14) and names the key id,
+    /// never key material.
+    public func mint(for key: EntityKey, wallNow: Double, lifetime: Double) -> Result<FetchedToken, ProxyFailure> {
+        let claims = FleetEngineClaims(for: key, account: account, keyID: keyID, wallNow: wallNow, lifetime: lifetime)
+        let input = claims.signingInput
+        do {
+            let signature = try self.key.sign(Array(input.utf8))
+            return .success(FetchedToken(
+                token: input + "." + Base64URL.encode(signature), expiresAt: Double(claims.expiresAt),
+                issuedAt: Double(claims.issuedAt), claims: claims.decoded))
+        } catch {
+            return .failure(.providerAnswerUnusable(
+                "signing a token for \(key.type.rawValue) \(quoted(key.id)) with key \(keyID) failed: \(error.message)"))
+        }
+    }
+}
