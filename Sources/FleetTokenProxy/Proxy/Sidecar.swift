@@ -208,7 +208,6 @@ public final class Sidecar {
         }
     }
 
-    public var proxyStatistics: ProxyStatistics { core.statistics }
     public var cacheStatistics: TokenCacheStatistics { cache.statistics }
     public var cachedEntities: Int { cache.count }
 
