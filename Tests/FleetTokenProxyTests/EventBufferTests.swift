@@ -57,4 +57,28 @@ final class EventBufferTests: XCTestCase {
         XCTAssertEqual(buffer.count, 31, "a pull-up consumes nothing")
         XCTAssertEqual(EventBuffer().withPulledUp(10) { $0.count }, 0, "an empty buffer gives an empty view")
     }
+
+    func testAddFromRawBytesAppendsACopy() {
+        let buffer = EventBuffer()
+        var bytes: [UInt8] = Array("frame".utf8)
+        bytes.withUnsafeBytes { buffer.add($0) }
+        bytes[0] = UInt8(ascii: "F")
+        bytes.withUnsafeBytes { buffer.add(UnsafeRawBufferPointer(rebasing: $0[1..<3])) }
+        [UInt8]().withUnsafeBytes { buffer.add($0) }
+        XCTAssertEqual(contents(buffer), "framera", "a copy: changing the source later changes nothing")
+    }
+
+    func testDrainAllEmptiesTheBufferAndSaysHowMuchWasThere() {
+        let buffer = EventBuffer()
+        XCTAssertEqual(buffer.drainAll(), 0)
+        for piece in ["one", "two", "three"] {
+            let part = EventBuffer()
+            piece.withByteView { part.add($0) }
+            evbuffer_add_buffer(buffer.pointer, part.pointer)
+        }
+        XCTAssertEqual(buffer.drainAll(), 11)
+        XCTAssertTrue(buffer.isEmpty)
+        "after".withByteView { buffer.add($0) }
+        XCTAssertEqual(contents(buffer), "after", "still usable")
+    }
 }

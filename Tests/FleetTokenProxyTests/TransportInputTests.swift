@@ -76,4 +76,53 @@ final class TransportInputTests: XCTestCase {
         var out = [UInt8](repeating: 0, count: 1)
         XCTAssertEqual(out.withUnsafeMutableBytes { transport.removeInput(into: $0) }, 0)
     }
+
+    func testRemoveInputIntoABufferMovesTheFrontBytesAndKeepsTheRest() {
+        arrive(["0123", "4567", "89"])
+        let taken = EventBuffer()
+        "<".withByteView { taken.add($0) }
+        XCTAssertEqual(transport.removeInput(6, into: taken), 6)
+        XCTAssertEqual(taken.withPulledUp(taken.count) { $0.string }, "<012345", "added behind what it held")
+        XCTAssertEqual(transport.withInput(upTo: 10) { $0.string }, "6789")
+        XCTAssertEqual(transport.removeInput(100, into: taken), 4, "at most what arrived")
+        XCTAssertEqual(transport.inputLength, 0)
+        XCTAssertEqual(transport.removeInput(0, into: taken), 0)
+        arrive(["x"])
+        transport.close()
+        XCTAssertEqual(transport.removeInput(1, into: taken), 0, "nothing once closed")
+        XCTAssertEqual(taken.count, 11)
+    }
+
+    func testForEachInputChainVisitsThePiecesInOrderUpToTheLimitAndConsumesNothing() {
+        arrive(["abc", "defg", "hi"])
+        var pieces: [String] = []
+        transport.forEachInputChain(limit: 5) { pieces.append(String(decoding: $0, as: UTF8.self)); return true }
+        XCTAssertEqual(pieces, ["abc", "de"], "cut at the limit")
+        pieces = []
+        transport.forEachInputChain { pieces.append(String(decoding: $0, as: UTF8.self)); return pieces.count < 2 }
+        XCTAssertEqual(pieces, ["abc", "defg"], "stops when the body says so")
+        pieces = []
+        transport.forEachInputChain { pieces.append(String(decoding: $0, as: UTF8.self)); return true }
+        XCTAssertEqual(pieces.joined(), "abcdefghi")
+        XCTAssertEqual(transport.inputLength, 9)
+        transport.close()
+        transport.forEachInputChain { _ in XCTFail("no input once closed"); return true }
+    }
+
+    func testMoveInFromAnotherTransportsInputTakesItsFrontBytes() throws {
+        let bev = try XCTUnwrap(bufferevent_socket_new(loop.base, -1, 0))
+        // No socket to write to: the bytes stay queued in the output.
+        bufferevent_disable(bev, Int16(EV_WRITE))
+        let upstream = Transport(bev: bev, delegate: delegate)
+        defer { upstream.close() }
+        arrive(["body-", "bytes", "+next"])
+        XCTAssertEqual(upstream.moveIn(fromInputOf: transport, count: 10), 10)
+        XCTAssertEqual(upstream.outputLength, 10)
+        XCTAssertEqual(EventBuffer.withPulledUp(upstream.output, 10) { $0.string }, "body-bytes")
+        XCTAssertEqual(transport.withInput(upTo: 10) { $0.string }, "+next")
+        XCTAssertEqual(upstream.moveIn(fromInputOf: transport, count: 0), 0)
+        transport.close()
+        XCTAssertEqual(upstream.moveIn(fromInputOf: transport, count: 5), 0, "nothing from a closed transport")
+        XCTAssertEqual(upstream.outputLength, 10)
+    }
 }

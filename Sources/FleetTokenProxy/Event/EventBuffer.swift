@@ -6,7 +6,12 @@ import CEvent
 ///
 /// Invariant: `pointer` is a live evbuffer from `init` to `deinit`, referenced by no other
 /// owner; a view `withPulledUp` hands out is valid only inside its closure, which must not
-/// change the buffer.
+/// change the buffer. Bytes keep their order: additions go to the back (`prepend` alone puts
+/// bytes in front), removals, drains and copies take from the front, and every count asked
+/// for is cut to what is held, so no method reads or frees past the bytes there are.
+///
+/// A `let` property of a class: the methods borrow it (none is `mutating`), so reaching it
+/// costs no exclusivity check.
 struct EventBuffer: ~Copyable {
     /// For libevent calls that move chains between buffers (`Transport.moveIn`).
     let pointer: OpaquePointer
@@ -28,6 +33,12 @@ struct EventBuffer: ~Copyable {
         evbuffer_add(pointer, bytes.base, bytes.count)
     }
 
+    /// Appends a copy of `bytes` (a DATA frame's payload, a body read into a buffer).
+    func add(_ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count > 0 else { return }
+        evbuffer_add(pointer, bytes.baseAddress, bytes.count)
+    }
+
     /// Moves up to `buffer.count` bytes from the front into `buffer`; returns how many.
     func remove(into buffer: UnsafeMutableRawBufferPointer) -> Int {
         guard buffer.count > 0 else { return 0 }
@@ -44,6 +55,14 @@ struct EventBuffer: ~Copyable {
     func drain(_ count: Int) {
         guard count > 0 else { return }
         evbuffer_drain(pointer, count)
+    }
+
+    /// Discards every byte; returns how many there were.
+    @discardableResult
+    func drainAll() -> Int {
+        let held = count
+        drain(held)
+        return held
     }
 
     /// Moves every byte of `other` in front of this buffer's (chains move; nothing is copied).

@@ -127,6 +127,22 @@ final class Transport {
         return max(Int(evbuffer_remove(bufferevent_get_input(bev), buffer.baseAddress, buffer.count)), 0)
     }
 
+    /// Moves up to `count` bytes from the front of the input to the back of `buffer` (chains
+    /// move; nothing is copied); returns how many.
+    @discardableResult
+    func removeInput(_ count: Int, into buffer: borrowing EventBuffer) -> Int {
+        guard let bev, count > 0 else { return 0 }
+        return max(Int(evbuffer_remove_buffer(bufferevent_get_input(bev), buffer.pointer, count)), 0)
+    }
+
+    /// Calls `body` with each contiguous piece of the input, in order, up to `limit` bytes
+    /// (all when negative), until it returns false; nothing is consumed or pulled up. The
+    /// pieces are valid only inside `body`, which must not consume input.
+    func forEachInputChain(limit: Int = -1, _ body: (UnsafeRawBufferPointer) -> Bool) {
+        guard let bev else { return }
+        forEachChain(of: bufferevent_get_input(bev), limit: limit, body)
+    }
+
     func enableReading() {
         guard let bev else { return }
         if let directReads { directReads.enable() } else { bufferevent_enable(bev, Int16(EV_READ)) }
@@ -201,6 +217,13 @@ final class Transport {
     @discardableResult
     func moveIn(from source: borrowing EventBuffer, count: Int) -> Int {
         moveIn(from: source.pointer, count: count)
+    }
+
+    /// `moveIn` from another transport's input (a request body on its way upstream).
+    @discardableResult
+    func moveIn(fromInputOf source: Transport, count: Int) -> Int {
+        guard let sourceBev = source.bev else { return 0 }
+        return moveIn(from: bufferevent_get_input(sourceBev), count: count)
     }
 
     /// Moves up to `count` bytes from `source` to this transport's output without copying.

@@ -75,14 +75,13 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
     private var logger: Logger
     /// The answer's head waits here until its first body bytes (or its end), so head and body
     /// leave in one write: one packet and one wake-up of the client instead of two.
-    private let corked: OpaquePointer
+    private let corked = EventBuffer()
     let id: Int
 
     init(fd: Int32, core: ProxyCore, server: ProxyServer, id: Int) {
         self.core = core
         self.server = server
         self.id = id
-        corked = evbuffer_new()
         var logger = core.logger
         logger[metadataKey: "conn"] = "\(id)"
         self.logger = logger
@@ -101,10 +100,6 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         headTimer = LoopWakeup(loop: core.loop) { [unowned self] in headTimerFired() }
         // The exchange starts with its first head's deadline armed (`HTTP1Exchange.init`).
         headTimer.arm(after: core.limits.headTimeout)
-    }
-
-    deinit {
-        evbuffer_free(corked)
     }
 
     /// The one way out, for the server and for a broken socket: the exchange says whether the
@@ -361,7 +356,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         var finished = false
         var failure: ProxyFailure?
         let limit = core.limits.maxRequestBodyBytes
-        forEachChain(of: transport.input) { chunk in
+        transport.forEachInputChain { chunk in
             let result = scanner.scan(chunk) { data in
                 if held.count + data.count > limit {
                     failure = failure ?? .requestTooLarge("chunked request body over the limit of \(limit) bytes")
@@ -498,7 +493,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         guard !exchange.requestFullySent, let call = inFlight, let upstream = call.upstream,
               case .remaining(let n) = call.body else { return }
         let take = min(n, transport.inputLength)
-        if take > 0 { upstream.send(from: transport.input, count: take) }
+        if take > 0 { upstream.send(fromInputOf: transport, count: take) }
         call.body = .remaining(n - take)
         if n - take == 0 {
             transport.enableReading()
@@ -589,31 +584,31 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
                 out.write(literal: "Connection: keep-alive\r\n")
             }
             out.write(literal: "\r\n")
-        }, use: { _ = evbuffer_add(corked, $0.baseAddress, $0.count) })
+        }, use: { corked.add($0) })
     }
 
     /// Writes the corked head (and what was added behind it) to the client.
     private func uncork() {
-        let n = evbuffer_get_length(corked)
+        let n = corked.count
         if n > 0 { transport.moveIn(from: corked, count: n) }
     }
 
-    func responseBody(_ buffer: OpaquePointer, count: Int, from connection: HTTP1UpstreamConnection) {
+    func responseBody(count: Int, from connection: HTTP1UpstreamConnection) {
         guard let call = inFlight, connection === call.upstream, exchange.isRelaying else {
-            evbuffer_drain(buffer, count)
+            connection.dropBody(count)
             return
         }
         if var dechunker = call.dechunker {
             var left = count
-            forEachChain(of: buffer, limit: count) { chunk in
-                _ = dechunker.scan(chunk, onData: { data in _ = evbuffer_add(corked, data.baseAddress, data.count) })
+            connection.forEachBodyPiece(count) { chunk in
+                _ = dechunker.scan(chunk, onData: { data in corked.add(data) })
                 left -= chunk.count
                 return left > 0
             }
-            evbuffer_drain(buffer, count)
+            connection.dropBody(count)
             call.dechunker = dechunker
         } else {
-            evbuffer_remove_buffer(buffer, corked, count)
+            connection.moveBody(count, into: corked)
         }
         uncork()
         if transport.outputLength > core.limits.bufferHighWater { connection.pauseReading() }

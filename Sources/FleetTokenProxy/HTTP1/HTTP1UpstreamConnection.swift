@@ -2,7 +2,7 @@ import CEvent
 import Logging
 
 /// One keep-alive HTTP/1.1 connection to an origin (Fleet Engine or the token provider),
-/// owned by its `HTTP1UpstreamPool`. The borrower writes a whole request into `output`, then calls
+/// owned by its `HTTP1UpstreamPool`. The borrower sends a whole request (`send`), then calls
 /// `beginExchange`; the response arrives at the borrower's `ResponseSink`.
 final class HTTP1UpstreamConnection: TransportDelegate {
     private enum State {
@@ -43,7 +43,6 @@ final class HTTP1UpstreamConnection: TransportDelegate {
     }
 
     var bufferevent: OpaquePointer? { transport.bev }
-    var output: OpaquePointer { transport.output }
     var outputLength: Int { transport.outputLength }
     var isOpen: Bool { transport.isOpen }
 
@@ -73,8 +72,8 @@ final class HTTP1UpstreamConnection: TransportDelegate {
         if transport.inputLength > 0 { transportReadable(transport) }
     }
 
-    /// Moves `count` bytes from `source` into the request being sent.
-    func send(from source: OpaquePointer, count: Int) { transport.moveIn(from: source, count: count) }
+    /// Moves `count` bytes from the front of `source`'s input into the request being sent.
+    func send(fromInputOf source: Transport, count: Int) { transport.moveIn(fromInputOf: source, count: count) }
     func send(_ bytes: [UInt8]) { transport.write(bytes) }
     func send(_ bytes: UnsafeRawBufferPointer) { transport.write(bytes) }
 
@@ -221,7 +220,21 @@ final class HTTP1UpstreamConnection: TransportDelegate {
 
     private func deliver(_ count: Int) {
         guard let sink else { transport.drainInput(count); return }
-        sink.responseBody(transport.input, count: count, from: self)
+        sink.responseBody(count: count, from: self)
+    }
+
+    // MARK: The body bytes `ResponseSink.responseBody` announced, at the front of the input
+
+    /// Moves `count` body bytes to the back of `buffer` (chains move; nothing is copied).
+    func moveBody(_ count: Int, into buffer: borrowing EventBuffer) { transport.removeInput(count, into: buffer) }
+
+    /// Discards `count` body bytes.
+    func dropBody(_ count: Int) { transport.drainInput(count) }
+
+    /// Calls `body` with each contiguous piece of the first `count` body bytes, in order, until
+    /// it returns false; nothing is consumed (`dropBody` does that).
+    func forEachBodyPiece(_ count: Int, _ body: (UnsafeRawBufferPointer) -> Bool) {
+        transport.forEachInputChain(limit: count, body)
     }
 
     private func finish() {
@@ -249,7 +262,7 @@ final class HTTP1UpstreamConnection: TransportDelegate {
         var total = 0
         var finished = false
         var failure: ProxyFailure?
-        forEachChain(of: transport.input) { piece in
+        transport.forEachInputChain { piece in
             switch scanner.scan(piece, onData: { _ in }) {
             case .failure(let f):
                 failure = f

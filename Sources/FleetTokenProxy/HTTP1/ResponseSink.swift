@@ -2,9 +2,9 @@
 /// pieces, then exactly one of `responseEnded` or `responseFailed`.
 protocol ResponseSink: AnyObject {
     func responseHead(_ head: ResponseHead, from connection: HTTP1UpstreamConnection)
-    /// `count` body bytes are at the front of `buffer`; the sink must remove all of them
-    /// (move them on, or drain them).
-    func responseBody(_ buffer: OpaquePointer, count: Int, from connection: HTTP1UpstreamConnection)
+    /// `count` body bytes are at the front of `connection`'s input; the sink must take all of
+    /// them before it returns (`connection.moveBody`, or `forEachBodyPiece` then `dropBody`).
+    func responseBody(count: Int, from connection: HTTP1UpstreamConnection)
     /// The body is complete. The connection is already back in its pool (or closed).
     func responseEnded(from connection: HTTP1UpstreamConnection)
     /// The exchange broke. `retryable` says the request can be sent again safely (a reused

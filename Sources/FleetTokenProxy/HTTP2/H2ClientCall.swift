@@ -1,12 +1,10 @@
-import CEvent
-
 /// The client half of one call arriving on an HTTP/2 client stream: what the client sent and
 /// is owed, where the call stands (`state`), its timer and its record. Owned by its
 /// `HTTP2ClientConnection`, which alone writes it; joined to its upstream half only through
 /// `UpstreamExchange` (`upstream`, which it drives) and `UpstreamExchangeDelegate` (what the
 /// upstream half reports, handed to the connection).
 ///
-/// The bodies are evbuffers, so bytes move between the two sessions without extra copies.
+/// The bodies are `EventBuffer`s, so bytes move between the two sessions without extra copies.
 /// `connection` and `upstream` are strong references, dropped when the client stream closes
 /// (the connection clears `connection`, the call's finish drops `upstream`), which breaks the
 /// cycles through the call. They are not `weak`: a weak reference gives its object a side
@@ -30,10 +28,10 @@ final class H2ClientCall: UpstreamExchangeDelegate {
     var rule: GRPCRouteRule?
 
     /// Request body bytes received from the client, not yet sent upstream.
-    let requestBody: OpaquePointer
+    let requestBody = EventBuffer()
     /// A copy of the request bytes sent upstream, kept while the call machine says so, for a
     /// retry with a fresh token.
-    let sentCopy: OpaquePointer
+    let sentCopy = EventBuffer()
     /// Bytes of request body the current exchange took.
     var requestBytesSent = 0
     /// Request body bytes received from the client in all.
@@ -62,7 +60,7 @@ final class H2ClientCall: UpstreamExchangeDelegate {
     var upstream: UpstreamExchange?
 
     // Response, as the upstream sends it (or the sidecar's own answer).
-    let responseBody: OpaquePointer
+    let responseBody = EventBuffer()
     /// Trailers to send once the body has gone. They share the upstream session's block
     /// storage until then.
     var responseTrailers: H2HeaderList?
@@ -72,24 +70,18 @@ final class H2ClientCall: UpstreamExchangeDelegate {
         self.connection = connection
         self.state = state
         self.record = record
-        requestBody = evbuffer_new()
-        responseBody = evbuffer_new()
-        sentCopy = evbuffer_new()
     }
 
     deinit {
         timer?.cancel()
-        evbuffer_free(requestBody)
-        evbuffer_free(responseBody)
-        evbuffer_free(sentCopy)
     }
 
     /// Request bytes held for the upstream (unsent, and the copy kept for a retry).
-    var heldRequestBytes: Int { evbuffer_get_length(requestBody) + evbuffer_get_length(sentCopy) }
+    var heldRequestBytes: Int { requestBody.count + sentCopy.count }
 
     /// Puts the request bytes already sent back in front of the unsent ones, for a retry.
     func rewindRequest() {
-        evbuffer_prepend_buffer(requestBody, sentCopy)
+        requestBody.prepend(sentCopy)
         requestBytesSent = 0
     }
 
@@ -115,7 +107,7 @@ final class H2ClientCall: UpstreamExchangeDelegate {
     var requestPath: String { path }
     var requestFields: H2HeaderList { headers }
     var requestToken: String { token ?? "" }
-    var requestHasBody: Bool { !state.requestEnded || evbuffer_get_length(requestBody) > 0 }
+    var requestHasBody: Bool { !state.requestEnded || !requestBody.isEmpty }
 
     func pullRequestBody(into buffer: UnsafeMutableRawBufferPointer) -> RequestBodyPull {
         connection?.pullRequestBody(self, into: buffer) ?? .bytes(0, end: true)

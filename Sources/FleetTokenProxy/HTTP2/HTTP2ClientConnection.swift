@@ -268,9 +268,9 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
 
     func h2ReadBody(stream: Int32, into buffer: UnsafeMutableRawBufferPointer) -> H2BodyRead {
         guard let call = calls[stream] else { return .bytes(0, end: true, trailers: false) }
-        let n = max(0, Int(evbuffer_remove(call.responseBody, buffer.baseAddress, buffer.count)))
+        let n = call.responseBody.remove(into: buffer)
         if n > 0 { call.upstream?.responseTaken(count: n) }
-        switch call.state.responseRead(count: n, remaining: evbuffer_get_length(call.responseBody), now: core.clock.monotonicNow) {
+        switch call.state.responseRead(count: n, remaining: call.responseBody.count, now: core.clock.monotonicNow) {
         case .send:
             return .bytes(n, end: false, trailers: false)
         case .end:
@@ -393,7 +393,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         session.consumeConnection(count: data.count)
         let limits = core.limits
         let overFirstMessage = firstMessage
-            && evbuffer_get_length(call.requestBody) + data.count > limits.maxFirstMessageBytes + GRPCMessageFrame.headerLength
+            && call.requestBody.count + data.count > limits.maxFirstMessageBytes + GRPCMessageFrame.headerLength
         if overFirstMessage || bufferedBytes + data.count > limits.maxConnectionBufferedBytes || !core.bufferBudget.reserve(data.count) {
             let why = overFirstMessage ? "the first request message is over \(limits.maxFirstMessageBytes) bytes"
                 : "the sidecar holds too many request bytes; try again later"
@@ -404,7 +404,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         }
         call.bytesReserved += data.count
         bufferedBytes += data.count
-        evbuffer_add(call.requestBody, data.baseAddress, data.count)
+        call.requestBody.add(data)
         call.requestBytesReceived += data.count
         creditStream(call, firstMessage: firstMessage)
         return true
@@ -432,10 +432,8 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
     /// Credit for response bytes the client will never take goes back to the upstream, so a
     /// reset or abandoned stream cannot shrink the shared connection's window.
     private func returnResponseCredit(_ call: H2ClientCall) {
-        let left = evbuffer_get_length(call.responseBody)
-        guard left > 0, let upstream = call.upstream else { return }
-        evbuffer_drain(call.responseBody, left)
-        upstream.responseTaken(count: left)
+        guard !call.responseBody.isEmpty, let upstream = call.upstream else { return }
+        upstream.responseTaken(count: call.responseBody.drainAll())
     }
 
     // MARK: Routing
@@ -470,12 +468,12 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
     /// Reads the first gRPC message once it is complete: its length prefix says when, so the
     /// buffer is made contiguous once, not on every DATA frame.
     private func routeGRPC(_ call: H2ClientCall, rule: GRPCRouteRule) {
-        let length = evbuffer_get_length(call.requestBody)
+        let length = call.requestBody.count
+        let maxLength = core.limits.maxFirstMessageBytes
         // The length prefix is copied out to the stack (it may straddle two chains).
         let headerVerdict = withUnsafeTemporaryAllocation(byteCount: GRPCMessageFrame.headerLength, alignment: 1) { prefix in
-            let count = min(length, GRPCMessageFrame.headerLength)
-            if count > 0 { evbuffer_copyout(call.requestBody, prefix.baseAddress, count) }
-            return GRPCMessageFrame.firstMessage(in: UnsafeRawBufferPointer(rebasing: prefix[..<count]), maxLength: core.limits.maxFirstMessageBytes)
+            let count = call.requestBody.copyOut(into: prefix)
+            return GRPCMessageFrame.firstMessage(in: UnsafeRawBufferPointer(rebasing: prefix[..<count]), maxLength: maxLength)
         }
         let total: Int
         switch headerVerdict {
@@ -487,31 +485,48 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         case .complete(_, let payload):
             total = payload.upperBound
         }
-        guard length >= total, length > 0, let base = evbuffer_pullup(call.requestBody, total) else {
-            if call.state.requestEnded {
-                refuse(call, .invalidEntity(length == 0 ? "the call has no request message" : "the request message is cut short"))
+        guard length >= total, length > 0 else { return firstMessageIncomplete(call, held: length) }
+        // Read in place; the call is acted on once the view is gone (acting may drain buffers).
+        let reading: FirstMessageReading = call.requestBody.withPulledUp(total) { frame in
+            guard frame.count == total else { return .notJoined }
+            guard case .complete(let compressed, let payload) = GRPCMessageFrame.firstMessage(in: frame.raw, maxLength: maxLength) else {
+                return .notComplete
             }
-            return
-        }
-        guard case .complete(let compressed, let payload) = GRPCMessageFrame.firstMessage(
-            in: UnsafeRawBufferPointer(start: base, count: total), maxLength: core.limits.maxFirstMessageBytes) else { return }
-        let message = UnsafeRawBufferPointer(start: base + payload.lowerBound, count: payload.count)
-        let result: Result<EntityKey, ProxyFailure>
-        if compressed {
-            guard call.grpcEncoding == "gzip" else {
-                perform(call.state.refused(.grpcStatus(12, "grpc-encoding \(call.grpcEncoding ?? "(none)") is not supported by the sidecar; use gzip or identity")), for: call)
-                return
-            }
+            let message = UnsafeRawBufferPointer(rebasing: frame.raw[payload])
+            guard compressed else { return .classified(GRPCRoute.classify(rule: rule, message: message)) }
+            guard call.grpcEncoding == "gzip" else { return .unsupportedEncoding }
             switch GzipInflate.inflate(message) {
-            case .failure(let failure): result = .failure(failure)
-            case .success(let inflated): result = inflated.withUnsafeBytes { GRPCRoute.classify(rule: rule, message: $0) }
+            case .failure(let failure): return .classified(.failure(failure))
+            case .success(let inflated): return .classified(inflated.withUnsafeBytes { GRPCRoute.classify(rule: rule, message: $0) })
             }
-        } else {
-            result = GRPCRoute.classify(rule: rule, message: message)
         }
-        switch result {
-        case .failure(let failure): refuse(call, failure)
-        case .success(let key): routed(call, key: key)
+        switch reading {
+        case .classified(.failure(let failure)):
+            refuse(call, failure)
+        case .classified(.success(let key)):
+            routed(call, key: key)
+        case .unsupportedEncoding:
+            perform(call.state.refused(.grpcStatus(12, "grpc-encoding \(call.grpcEncoding ?? "(none)") is not supported by the sidecar; use gzip or identity")), for: call)
+        case .notJoined:
+            firstMessageIncomplete(call, held: length)
+        case .notComplete:
+            break
+        }
+    }
+
+    /// What `routeGRPC` read from the first message's bytes.
+    private enum FirstMessageReading {
+        case classified(Result<EntityKey, ProxyFailure>)
+        case unsupportedEncoding
+        /// The bytes could not be made contiguous (out of memory): as if not all there.
+        case notJoined
+        case notComplete
+    }
+
+    /// The first message is not all there: refused once the request has ended, else awaited.
+    private func firstMessageIncomplete(_ call: H2ClientCall, held: Int) {
+        if call.state.requestEnded {
+            refuse(call, .invalidEntity(held == 0 ? "the call has no request message" : "the request message is cut short"))
         }
     }
 
@@ -571,12 +586,12 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
 
     /// The upstream exchange wants request body bytes.
     func pullRequestBody(_ call: H2ClientCall, into buffer: UnsafeMutableRawBufferPointer) -> RequestBodyPull {
-        let n = max(0, Int(evbuffer_remove(call.requestBody, buffer.baseAddress, buffer.count)))
-        let action = call.state.requestBodyRead(count: n, remaining: evbuffer_get_length(call.requestBody))
+        let n = call.requestBody.remove(into: buffer)
+        let action = call.state.requestBodyRead(count: n, remaining: call.requestBody.count)
         if n > 0 {
             switch action {
             case .send(let keepCopy), .end(let keepCopy):
-                if keepCopy { evbuffer_add(call.sentCopy, buffer.baseAddress, n) }
+                if keepCopy { call.sentCopy.add(UnsafeRawBufferPointer(rebasing: buffer[..<n])) }
             case .wait:
                 break
             }
@@ -633,7 +648,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
     func upstreamData(_ call: H2ClientCall, _ bytes: UnsafeRawBufferPointer) {
         switch call.state.responseBytes(now: core.clock.monotonicNow) {
         case .keep(let resume, let armTimerAt):
-            evbuffer_add(call.responseBody, bytes.baseAddress, bytes.count)
+            call.responseBody.add(bytes)
             if resume { session.resumeData(stream: call.clientStream) }
             if let armTimerAt { armTimer(call, at: armTimerAt) }
             flushSoon()
@@ -704,7 +719,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         call.record.refusal = failure.message
         core.statistics.refusedByStatus[failure.httpStatus, default: 0] += 1
         let body = ErrorResponse.jsonBody(failure)
-        evbuffer_add(call.responseBody, body, body.count)
+        body.withUnsafeBytes { call.responseBody.add($0) }
         outgoingHead.removeAll()
         outgoingHead.append(name: ":status", value: "\(failure.httpStatus)")
         outgoingHead.append(name: "content-type", value: "application/json; charset=UTF-8")

@@ -160,9 +160,9 @@ private final class ProviderExchange: ResponseSink {
         if head.framing(requestMethod: "GET") == .chunked { dechunker = ChunkedBodyScanner() }
     }
 
-    func responseBody(_ buffer: OpaquePointer, count: Int, from connection: HTTP1UpstreamConnection) {
+    func responseBody(count: Int, from connection: HTTP1UpstreamConnection) {
         if !tooLarge && body.count + count <= Self.maxBody {
-            forEachChain(of: buffer, limit: count) { piece in
+            connection.forEachBodyPiece(count) { piece in
                 if var d = dechunker {
                     _ = d.scan(piece, onData: { body.append(contentsOf: $0) })
                     dechunker = d
@@ -174,7 +174,7 @@ private final class ProviderExchange: ResponseSink {
         } else {
             tooLarge = true
         }
-        evbuffer_drain(buffer, count)
+        connection.dropBody(count)
     }
 
     func responseEnded(from connection: HTTP1UpstreamConnection) {
