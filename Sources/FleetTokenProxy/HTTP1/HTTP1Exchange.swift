@@ -319,7 +319,8 @@ struct HTTP1Exchange: Equatable {
         return .close(reason: described)
     }
 
-    /// A whole head was parsed and routed; `chunked` if its body comes chunked.
+    /// A whole head was parsed and routed; `chunked` if its body comes chunked. Never nil: the
+    /// shell set the call up before asking, and lets go of it if no head was awaited.
     mutating func headParsed(method: String, http10: Bool, keepAlive: Bool, expectsContinue: Bool, chunked: Bool) -> HeadAction {
         guard case .readingHead = phase else { return .endCall }
         headsRead += 1
@@ -382,8 +383,8 @@ struct HTTP1Exchange: Equatable {
     }
 
     /// A connection is lent for the call. `bodyArrived`: the (small) body is wholly in the
-    /// input, so it can be held and sent with the head. Never nil: a connection for a call that
-    /// is over is given back.
+    /// input, so it can be held and sent with the head. A connection for a call that is over
+    /// is given back (never nil: the shell has a connection to put somewhere).
     mutating func upstreamReady(call number: Int, bodyArrived: Bool) -> SendAction {
         guard case .awaitingUpstream(var call) = phase, call.number == number else { return .giveBackConnection }
         call.attempts += 1
