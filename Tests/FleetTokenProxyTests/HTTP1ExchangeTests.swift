@@ -59,7 +59,7 @@ final class HTTP1ExchangeTests: XCTestCase {
         var x = exchange(in: .readingHead)
         XCTAssertEqual(x.headTimerFired(now: t0 + 10, buffered: 2), .close(reason: "request head not complete within 10.0 s"))
         XCTAssertEqual(x.phase, .closed)
-        XCTAssertEqual(x.close(), .alreadyClosed, "closed once")
+        XCTAssertNil(x.close(), "closed once")
     }
 
     func testATimerFiringEarlyIsJudgedAtTheTimeItWasArmedFor() {
@@ -71,13 +71,13 @@ final class HTTP1ExchangeTests: XCTestCase {
         var x = exchange(in: .readingHead)
         _ = x.headTimerFired(now: t0 + 10, buffered: 0)
         let before = x
-        XCTAssertEqual(x.headTimerFired(now: t0 + 11, buffered: 5), .ignore, "not armed")
+        XCTAssertNil(x.headTimerFired(now: t0 + 11, buffered: 5), "not armed")
         XCTAssertEqual(x, before)
     }
 
     func testHeadDeadlineWithNothingBufferedLeavesAnIdleConnectionToTheIdleTimeout() {
         var x = exchange(in: .readingHead)
-        XCTAssertEqual(x.headTimerFired(now: t0 + 10, buffered: 0), .ignore)
+        XCTAssertNil(x.headTimerFired(now: t0 + 10, buffered: 0))
         XCTAssertEqual(x.phase, .readingHead(deadline: nil))
         XCTAssertNil(x.headTimerAt)
         // The first byte afterwards starts a whole new deadline.
@@ -97,7 +97,8 @@ final class HTTP1ExchangeTests: XCTestCase {
         var x = exchange(in: .sent)
         _ = x.responseHead(status: 200, framing: .contentLength(2), declared: .contentLength(2))
         XCTAssertEqual(x.responseEnded(), .finishCall(keepAlive: true))
-        XCTAssertEqual(x.readingNextHead(now: t0 + 4), .alreadyArmed)
+        XCTAssertNil(x.readingNextHead(now: t0 + 4))
+        XCTAssertEqual(x.headTimerAt, t0 + 10, "left armed for the earlier deadline")
         XCTAssertEqual(x.phase, .readingHead(deadline: t0 + 14))
         XCTAssertEqual(x.headTimerFired(now: t0 + 10, buffered: 3), .rearm(at: t0 + 14))
         XCTAssertEqual(x.headTimerAt, t0 + 14)
@@ -106,7 +107,7 @@ final class HTTP1ExchangeTests: XCTestCase {
 
     func testATimerThatFiredDuringACallIsArmedAgainForTheNextHead() {
         var x = exchange(in: .sent)
-        XCTAssertEqual(x.headTimerFired(now: t0 + 10, buffered: 0), .ignore, "no head awaited")
+        XCTAssertNil(x.headTimerFired(now: t0 + 10, buffered: 0), "no head awaited")
         _ = x.responseHead(status: 200, framing: .contentLength(2), declared: .contentLength(2))
         _ = x.responseEnded()
         XCTAssertEqual(x.readingNextHead(now: t0 + 12), .arm(at: t0 + 22))
@@ -145,7 +146,8 @@ final class HTTP1ExchangeTests: XCTestCase {
         var keep = exchange(in: .readingHead)
         XCTAssertEqual(keep.headRefused(.notFleetEngineCall("no"), bodySkippable: true), .refuse(.notFleetEngineCall("no"), keepAlive: true))
         XCTAssertEqual(keep.phase, .readingHead(deadline: nil))
-        XCTAssertEqual(keep.readingNextHead(now: t0 + 1), .alreadyArmed)
+        XCTAssertNil(keep.readingNextHead(now: t0 + 1))
+        XCTAssertEqual(keep.headTimerAt, t0 + 10, "left armed for the earlier deadline")
         XCTAssertEqual(keep.phase, .readingHead(deadline: t0 + 11))
 
         var close = exchange(in: .readingHead)
@@ -160,24 +162,24 @@ final class HTTP1ExchangeTests: XCTestCase {
         x.handedToHTTP2()
         XCTAssertEqual(x.phase, .closed)
         XCTAssertNil(x.headTimerAt)
-        XCTAssertEqual(x.close(), .alreadyClosed, "the socket is HTTP/2's now")
+        XCTAssertNil(x.close(), "the socket is HTTP/2's now")
     }
 
     func testIllegalEventsWhileReadingAHeadChangeNothing() {
         var x = exchange(in: .readingHead)
         let before = x
-        XCTAssertEqual(x.bodyRead(), .ignore)
-        XCTAssertEqual(x.bodyFailed(failure), .ignore)
-        XCTAssertEqual(x.tokenArrived(call: 1), .ignore)
-        XCTAssertEqual(x.tokenFailed(call: 1, failure, bodySkippable: true), .ignore)
-        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: true), .ignore)
-        XCTAssertEqual(x.upstreamFailed(call: 1, failure, bodySkippable: true), .ignore)
-        XCTAssertEqual(x.requestSent(), .ignore)
-        XCTAssertEqual(x.responseHead(status: 200, framing: .none, declared: .none), .ignore)
-        XCTAssertEqual(x.responseEnded(), .ignore)
-        XCTAssertEqual(x.responseFailed(failure, retryable: true), .ignore)
-        XCTAssertEqual(x.outputFlushed(), .ignore)
-        XCTAssertEqual(x.readingNextHead(now: t0), .ignore)
+        XCTAssertNil(x.bodyRead())
+        XCTAssertNil(x.bodyFailed(failure))
+        XCTAssertNil(x.tokenArrived(call: 1))
+        XCTAssertNil(x.tokenFailed(call: 1, failure, bodySkippable: true))
+        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: true), .giveBackConnection)
+        XCTAssertNil(x.upstreamFailed(call: 1, failure, bodySkippable: true))
+        XCTAssertNil(x.requestSent())
+        XCTAssertNil(x.responseHead(status: 200, framing: .none, declared: .none))
+        XCTAssertNil(x.responseEnded())
+        XCTAssertNil(x.responseFailed(failure, retryable: true))
+        XCTAssertNil(x.outputFlushed())
+        XCTAssertNil(x.readingNextHead(now: t0))
         XCTAssertEqual(x, before)
     }
 
@@ -197,7 +199,7 @@ final class HTTP1ExchangeTests: XCTestCase {
         for start in [Start.awaitingToken, .awaitingUpstream, .sent, .relaying, .retrying] {
             var waiting = exchange(in: start)
             let before = waiting
-            XCTAssertEqual(waiting.readTimedOut(buffered: 0, described: "timeout"), .keepReading, "\(start)")
+            XCTAssertEqual(waiting.readTimedOut(buffered: 0, described: "timeout"), .enableReading, "\(start)")
             XCTAssertEqual(waiting, before)
         }
     }
@@ -218,10 +220,10 @@ final class HTTP1ExchangeTests: XCTestCase {
     func testIllegalEventsWhileReadingABodyChangeNothing() {
         var x = exchange(in: .readingBody, method: "POST")
         let before = x
-        XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, chunked: false), .ignore)
-        XCTAssertEqual(x.headRefused(failure, bodySkippable: true), .ignore)
-        XCTAssertEqual(x.tokenArrived(call: 1), .ignore)
-        XCTAssertEqual(x.headTimerFired(now: t0 + 100, buffered: 10), .ignore)
+        XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, chunked: false), .endCall)
+        XCTAssertNil(x.headRefused(failure, bodySkippable: true))
+        XCTAssertNil(x.tokenArrived(call: 1))
+        XCTAssertNil(x.headTimerFired(now: t0 + 100, buffered: 10))
         XCTAssertEqual(x, before.withTimerFired, "only the timer's arming changed")
     }
 
@@ -236,7 +238,7 @@ final class HTTP1ExchangeTests: XCTestCase {
 
     func testATokenLeadsToAnUpstreamConnectionThenToSending() {
         var x = exchange(in: .awaitingToken)
-        XCTAssertEqual(x.bytesArrived(now: t0 + 1), .ignore, "pipelined bytes wait")
+        XCTAssertNil(x.bytesArrived(now: t0 + 1), "pipelined bytes wait")
         XCTAssertEqual(x.tokenArrived(call: 1), .acquireUpstream(call: 1))
         guard case .awaitingUpstream = x.phase else { return XCTFail("\(x.phase)") }
         XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: true), .sendHeld(takeBody: true, firstAttempt: true))
@@ -252,20 +254,20 @@ final class HTTP1ExchangeTests: XCTestCase {
         XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: false), .stream(writeContinue: true, firstAttempt: true))
         XCTAssertEqual(x.call?.replayable, false)
         XCTAssertEqual(x.bytesArrived(now: t0 + 1), .pumpBody)
-        XCTAssertEqual(x.requestSent(), .awaitAnswer)
+        XCTAssertNil(x.requestSent())
         XCTAssertTrue(x.requestFullySent)
-        XCTAssertEqual(x.bytesArrived(now: t0 + 1), .ignore, "the body is all sent")
+        XCTAssertNil(x.bytesArrived(now: t0 + 1), "the body is all sent")
     }
 
     func testATokenOrConnectionForAnotherCallIsIgnored() {
         var x = exchange(in: .awaitingToken)
         let before = x
-        XCTAssertEqual(x.tokenArrived(call: 7), .ignore)
-        XCTAssertEqual(x.tokenFailed(call: 7, failure, bodySkippable: true), .ignore)
+        XCTAssertNil(x.tokenArrived(call: 7))
+        XCTAssertNil(x.tokenFailed(call: 7, failure, bodySkippable: true))
         XCTAssertEqual(x, before)
         _ = x.tokenArrived(call: 1)
-        XCTAssertEqual(x.upstreamReady(call: 7, bodyArrived: true), .ignore, "the connection goes back to the pool")
-        XCTAssertEqual(x.upstreamFailed(call: 7, failure, bodySkippable: true), .ignore)
+        XCTAssertEqual(x.upstreamReady(call: 7, bodyArrived: true), .giveBackConnection)
+        XCTAssertNil(x.upstreamFailed(call: 7, failure, bodySkippable: true))
     }
 
     func testATokenFailureIsRefusedKeepingTheConnectionWhenTheBodyWasConsumed() {
@@ -294,17 +296,17 @@ final class HTTP1ExchangeTests: XCTestCase {
     func testIllegalEventsWhileAwaitingChangeNothing() {
         var token = exchange(in: .awaitingToken)
         let tokenBefore = token
-        XCTAssertEqual(token.upstreamReady(call: 1, bodyArrived: true), .ignore)
-        XCTAssertEqual(token.responseHead(status: 200, framing: .none, declared: .none), .ignore)
-        XCTAssertEqual(token.responseEnded(), .ignore)
-        XCTAssertEqual(token.bodyRead(), .ignore)
+        XCTAssertEqual(token.upstreamReady(call: 1, bodyArrived: true), .giveBackConnection)
+        XCTAssertNil(token.responseHead(status: 200, framing: .none, declared: .none))
+        XCTAssertNil(token.responseEnded())
+        XCTAssertNil(token.bodyRead())
         XCTAssertEqual(token, tokenBefore)
 
         var upstream = exchange(in: .awaitingUpstream)
         let upstreamBefore = upstream
-        XCTAssertEqual(upstream.tokenArrived(call: 1), .ignore)
-        XCTAssertEqual(upstream.requestSent(), .ignore)
-        XCTAssertEqual(upstream.responseFailed(failure, retryable: true), .ignore)
+        XCTAssertNil(upstream.tokenArrived(call: 1))
+        XCTAssertNil(upstream.requestSent())
+        XCTAssertNil(upstream.responseFailed(failure, retryable: true))
         XCTAssertEqual(upstream, upstreamBefore)
     }
 
@@ -315,7 +317,7 @@ final class HTTP1ExchangeTests: XCTestCase {
         XCTAssertEqual(x.responseHead(status: 200, framing: .contentLength(2), declared: .contentLength(2)),
                        .relay(Relay(framing: .contentLength(2), http10: false, closeAfter: false)))
         XCTAssertTrue(x.isRelaying)
-        XCTAssertEqual(x.responseEnded(), .awaitRequestEnd)
+        XCTAssertNil(x.responseEnded())
         XCTAssertFalse(x.isRelaying)
         XCTAssertEqual(x.requestSent(), .finishCall(keepAlive: true))
         XCTAssertEqual(x.phase, .readingHead(deadline: nil))
@@ -338,7 +340,8 @@ final class HTTP1ExchangeTests: XCTestCase {
         XCTAssertEqual(x.tokenArrived(call: 1), .acquireUpstream(call: 1))
         XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: false), .sendHeld(takeBody: false, firstAttempt: false))
         XCTAssertEqual(x.call?.attempts, 2)
-        XCTAssertEqual(x.requestSent(), .awaitAnswer)
+        XCTAssertNil(x.requestSent())
+        XCTAssertTrue(x.requestFullySent)
         // The second 401 is relayed.
         XCTAssertEqual(x.responseHead(status: 401, framing: .contentLength(5), declared: .contentLength(5)),
                        .relay(Relay(framing: .contentLength(5), http10: false, closeAfter: false)))
@@ -348,7 +351,7 @@ final class HTTP1ExchangeTests: XCTestCase {
         var x = exchange(in: .forwardingHeld)
         XCTAssertEqual(x.responseHead(status: 401, framing: .contentLength(0), declared: .contentLength(0)), .dropForRetry)
         XCTAssertFalse(x.requestFullySent, "a connection whose request was cut short is not reused")
-        XCTAssertEqual(x.requestSent(), .awaitAnswer)
+        XCTAssertNil(x.requestSent())
         XCTAssertTrue(x.requestFullySent)
     }
 
@@ -363,7 +366,8 @@ final class HTTP1ExchangeTests: XCTestCase {
         XCTAssertEqual(x.responseFailed(failure, retryable: true), .resend(call: 1))
         guard case .awaitingUpstream = x.phase else { return XCTFail("\(x.phase)") }
         XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: false), .sendHeld(takeBody: false, firstAttempt: false))
-        XCTAssertEqual(x.requestSent(), .awaitAnswer)
+        XCTAssertNil(x.requestSent())
+        XCTAssertTrue(x.requestFullySent)
         XCTAssertEqual(x.responseFailed(failure, retryable: true), .refuse(failure, keepAlive: true))
     }
 
@@ -403,13 +407,13 @@ final class HTTP1ExchangeTests: XCTestCase {
     func testIllegalEventsWhileForwardingChangeNothing() {
         var x = exchange(in: .relaying)
         let before = x
-        XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, chunked: false), .ignore)
-        XCTAssertEqual(x.tokenArrived(call: 1), .ignore)
-        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: true), .ignore)
-        XCTAssertEqual(x.bodyRead(), .ignore)
-        XCTAssertEqual(x.outputFlushed(), .ignore)
-        XCTAssertEqual(x.responseHead(status: 200, framing: .none, declared: .none), .ignore, "one answer a try")
-        XCTAssertEqual(x.headTimerFired(now: t0 + 100, buffered: 1), .ignore)
+        XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, chunked: false), .endCall)
+        XCTAssertNil(x.tokenArrived(call: 1))
+        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: true), .giveBackConnection)
+        XCTAssertNil(x.bodyRead())
+        XCTAssertNil(x.outputFlushed())
+        XCTAssertNil(x.responseHead(status: 200, framing: .none, declared: .none), "one answer a try")
+        XCTAssertNil(x.headTimerFired(now: t0 + 100, buffered: 1))
         XCTAssertEqual(x, before.withTimerFired)
     }
 
@@ -418,7 +422,7 @@ final class HTTP1ExchangeTests: XCTestCase {
     private func relay(
         status: Int = 200, _ framing: BodyFraming, declared: BodyFraming? = nil, http10: Bool = false, keepAlive: Bool = true,
         method: String = "GET"
-    ) -> (HTTP1Exchange.ResponseHeadAction, HTTP1Exchange.ResponseEndAction) {
+    ) -> (HTTP1Exchange.ResponseHeadAction?, HTTP1Exchange.ResponseEndAction?) {
         var x = exchange(in: .sent, method: method, keepAlive: keepAlive, http10: http10)
         let head = x.responseHead(status: status, framing: framing, declared: declared ?? framing)
         return (head, x.responseEnded())
@@ -479,12 +483,14 @@ final class HTTP1ExchangeTests: XCTestCase {
         XCTAssertEqual(idle.phase, .closed)
 
         var busy = exchange(in: .relaying)
-        XCTAssertEqual(busy.drain(buffered: 0), .finishCurrent)
+        XCTAssertNil(busy.drain(buffered: 0))
+        XCTAssertTrue(busy.isRelaying, "the answer goes on")
         XCTAssertEqual(busy.responseEnded(), .finishCall(keepAlive: false))
         XCTAssertEqual(busy.phase, .closingAfterFlush)
 
         var pending = exchange(in: .readingHead)
-        XCTAssertEqual(pending.drain(buffered: 3), .finishCurrent, "a head already arriving is served")
+        XCTAssertNil(pending.drain(buffered: 3), "a head already arriving is served")
+        XCTAssertEqual(pending.phase, .readingHead(deadline: t0 + 10))
         XCTAssertEqual(pending.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, chunked: false),
                        .lookUpToken(call: 1))
         XCTAssertEqual(pending.call?.keepAlive, false)
@@ -509,20 +515,20 @@ final class HTTP1ExchangeTests: XCTestCase {
         for start in [Start.closingAfterFlush, .closed] {
             var x = exchange(in: start)
             let before = x
-            XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, chunked: false), .ignore)
-            XCTAssertEqual(x.headRefused(failure, bodySkippable: true), .ignore)
-            XCTAssertEqual(x.tokenArrived(call: 1), .ignore)
-            XCTAssertEqual(x.responseEnded(), .ignore)
-            XCTAssertEqual(x.bytesArrived(now: t0 + 100), .ignore)
-            XCTAssertEqual(x.readTimedOut(buffered: 1, described: "timeout"), .keepReading)
-            XCTAssertEqual(x.drain(buffered: 0), .finishCurrent)
+            XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, chunked: false), .endCall)
+            XCTAssertNil(x.headRefused(failure, bodySkippable: true))
+            XCTAssertNil(x.tokenArrived(call: 1))
+            XCTAssertNil(x.responseEnded())
+            XCTAssertNil(x.bytesArrived(now: t0 + 100))
+            XCTAssertEqual(x.readTimedOut(buffered: 1, described: "timeout"), .enableReading)
+            XCTAssertNil(x.drain(buffered: 0))
             XCTAssertEqual(x.phase, before.phase)
         }
         var closed = exchange(in: .closed)
         XCTAssertNil(closed.headTimerAt)
-        XCTAssertEqual(closed.headTimerFired(now: t0 + 100, buffered: 1), .ignore)
-        XCTAssertEqual(closed.outputFlushed(), .ignore)
-        XCTAssertEqual(closed.close(), .alreadyClosed)
+        XCTAssertNil(closed.headTimerFired(now: t0 + 100, buffered: 1))
+        XCTAssertNil(closed.outputFlushed())
+        XCTAssertNil(closed.close())
     }
 }
 

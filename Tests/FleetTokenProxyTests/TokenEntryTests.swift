@@ -68,8 +68,8 @@ final class TokenEntryTests: XCTestCase {
         for start in [Start.idle, .fresh, .backingOff, .backingOffWithToken] {
             var entry = entry(in: start)
             let before = entry.state
-            XCTAssertEqual(entry.fetchSucceeded(hourToken("other"), now: mono, wallNow: wall), .ignore, "\(start)")
-            XCTAssertEqual(entry.fetchFailed(failure, now: mono), .ignore, "\(start)")
+            XCTAssertNil(entry.fetchSucceeded(hourToken("other"), now: mono, wallNow: wall), "\(start)")
+            XCTAssertNil(entry.fetchFailed(failure, now: mono), "\(start)")
             XCTAssertEqual(entry.state, before, "\(start)")
         }
     }
@@ -365,9 +365,10 @@ final class TokenEntryTests: XCTestCase {
 
     func testTimerDuringAFetchDoesNothing() {
         var fetching = entry(in: .fetching)
-        XCTAssertEqual(fetching.timerDue(now: mono + 5), .none)
+        XCTAssertNil(fetching.timerDue(now: mono + 5))
+        XCTAssertEqual(fetching.state, .fetching(waiters: 1))
         var refreshing = entry(in: .refreshing)
-        XCTAssertEqual(refreshing.timerDue(now: mono + 3400), .none)
+        XCTAssertNil(refreshing.timerDue(now: mono + 3400))
         XCTAssertEqual(refreshing.state, .refreshing(heldHourToken))
     }
 
@@ -392,7 +393,7 @@ final class TokenEntryTests: XCTestCase {
         for start in [Start.idle, .fetching, .fresh, .refreshing, .backingOff, .backingOffWithToken] {
             var entry = entry(in: start)
             let before = entry.state
-            XCTAssertEqual(entry.invalidate(token: "tok-0", now: mono + 3300), .notHeld, "\(start)")
+            XCTAssertNil(entry.invalidate(token: "tok-0", now: mono + 3300), "\(start)")
             XCTAssertEqual(entry.state, before, "\(start)")
             XCTAssertNil(entry.lastInvalidatedAt, "\(start)")
         }
@@ -452,11 +453,11 @@ final class TokenEntryTests: XCTestCase {
     func testAStaleRefusalDuringTheHoldOffIsNotHeldRatherThanTooSoon() {
         var entry = entry(in: .fresh)
         XCTAssertEqual(entry.invalidate(token: "tok-1", now: mono), .dropped)
-        XCTAssertEqual(entry.invalidate(token: "tok-1", now: mono + 1), .notHeld, "nothing held: idle")
+        XCTAssertNil(entry.invalidate(token: "tok-1", now: mono + 1), "nothing held: idle")
         _ = entry.request(now: mono + 1)
-        XCTAssertEqual(entry.invalidate(token: "tok-1", now: mono + 1), .notHeld, "nothing held: fetching")
+        XCTAssertNil(entry.invalidate(token: "tok-1", now: mono + 1), "nothing held: fetching")
         _ = entry.fetchSucceeded(hourToken("tok-2"), now: mono + 1, wallNow: wall)
-        XCTAssertEqual(entry.invalidate(token: "tok-1", now: mono + 2), .notHeld, "another token held")
+        XCTAssertNil(entry.invalidate(token: "tok-1", now: mono + 2), "another token held")
     }
 
     // MARK: Clocks and timing

@@ -106,8 +106,8 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
     /// connection is still open. Idempotent.
     func close(reason: String) {
         switch exchange.close() {
-        case .tearDown: tearDown(reason: reason)
-        case .alreadyClosed: break
+        case .tearDown?: tearDown(reason: reason)
+        case nil: break
         }
     }
 
@@ -125,8 +125,8 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
     /// Stops taking new requests; an idle connection closes now, a busy one after its call.
     func drain() {
         switch exchange.drain(buffered: transport.inputLength) {
-        case .close(let reason): tearDown(reason: reason)
-        case .finishCurrent: break
+        case .close(let reason)?: tearDown(reason: reason)
+        case nil: break
         }
     }
 
@@ -134,14 +134,14 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
 
     func transportReadable(_ transport: Transport) {
         switch exchange.bytesArrived(now: core.clock.monotonicNow) {
-        case .readHead:
+        case .readHead?:
             readRequests()
-        case .armHeadTimerAndReadHead(let deadline):
+        case .armHeadTimerAndReadHead(let deadline)?:
             armHeadTimer(at: deadline)
             readRequests()
-        case .readBody: readChunkedBody()
-        case .pumpBody: pumpRequestBody()
-        case .ignore: break
+        case .readBody?: readChunkedBody()
+        case .pumpBody?: pumpRequestBody()
+        case nil: break
         }
     }
 
@@ -163,7 +163,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             switch exchange.readTimedOut(buffered: transport.inputLength, described: transport.describe(events: e)) {
             case .close(let reason):
                 tearDown(reason: reason)
-            case .keepReading:
+            case .enableReading:
                 // libevent disabled reading on the timeout; turn it back on.
                 transport.enableReading()
             }
@@ -180,9 +180,9 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
 
     private func headTimerFired() {
         switch exchange.headTimerFired(now: core.clock.monotonicNow, buffered: transport.inputLength) {
-        case .rearm(let deadline): armHeadTimer(at: deadline)
-        case .close(let reason): tearDown(reason: reason)
-        case .ignore: break
+        case .rearm(let deadline)?: armHeadTimer(at: deadline)
+        case .close(let reason)?: tearDown(reason: reason)
+        case nil: break
         }
     }
 
@@ -271,7 +271,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             readChunkedBody()
         case .lookUpToken(let number):
             lookUpToken(call: number)
-        case .ignore:
+        case .endCall:
             endCall(discardUpstream: nil) // not reading heads: `readRequests` checked it
         }
     }
@@ -329,8 +329,8 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         }
         if let failure {
             switch exchange.bodyFailed(failure) {
-            case .refuse(let failure, let keepAlive): refuseCall(failure, keepAlive: keepAlive)
-            case .ignore: break
+            case .refuse(let failure, let keepAlive)?: refuseCall(failure, keepAlive: keepAlive)
+            case nil: break
             }
             return
         }
@@ -342,8 +342,8 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         }
         call.body = .held
         switch exchange.bodyRead() {
-        case .lookUpToken(let number): lookUpToken(call: number)
-        case .ignore: break
+        case .lookUpToken(let number)?: lookUpToken(call: number)
+        case nil: break
         }
     }
 
@@ -395,15 +395,15 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         switch result {
         case .failure(let failure):
             switch exchange.tokenFailed(call: number, failure, bodySkippable: isSkippable(call.body)) {
-            case .refuse(let failure, let keepAlive): refuseCall(failure, keepAlive: keepAlive)
-            case .ignore: break
+            case .refuse(let failure, let keepAlive)?: refuseCall(failure, keepAlive: keepAlive)
+            case nil: break
             }
         case .success(let token):
             switch exchange.tokenArrived(call: number) {
-            case .acquireUpstream(let number):
+            case .acquireUpstream(let number)?:
                 call.token = token
                 acquireUpstream(call: number)
-            case .ignore: break
+            case nil: break
             }
         }
     }
@@ -438,10 +438,10 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
     private func upstreamFailed(_ failure: ProxyFailure, call number: Int) {
         guard let call = inFlight else { return }
         switch exchange.upstreamFailed(call: number, failure, bodySkippable: isSkippable(call.body)) {
-        case .refuse(let failure, let keepAlive):
+        case .refuse(let failure, let keepAlive)?:
             call.ticket = nil
             refuseCall(failure, keepAlive: keepAlive)
-        case .ignore: break
+        case nil: break
         }
     }
 
@@ -473,7 +473,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             guard let token = call.token, case .remaining(let n) = call.body else { return }
             sendHead(call.head, token: token, bodyLength: n, to: upstream)
             pumpRequestBody()
-        case .ignore:
+        case .giveBackConnection:
             // The call it was dialed for is over.
             core.upstream.release(upstream, reusable: true)
         }
@@ -507,8 +507,8 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
 
     private func requestSent() {
         switch exchange.requestSent() {
-        case .finishCall(let keepAlive): finishCall(keepAlive: keepAlive)
-        case .awaitAnswer, .ignore: break
+        case .finishCall(let keepAlive)?: finishCall(keepAlive: keepAlive)
+        case nil: break
         }
     }
 
@@ -546,16 +546,16 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         guard let call = inFlight, connection === call.upstream else { return }
         let framing = head.framing(requestMethod: call.head.method)
         switch exchange.responseHead(status: head.status, framing: framing, declared: head.declaredFraming) {
-        case .relay(let relay):
+        case .relay(let relay)?:
             call.record.status = head.status
             if relay.framing == .dechunked { call.dechunker = ChunkedBodyScanner() }
             core.statistics.upstreamStatus[head.status, default: 0] += 1
             cork(head, as: relay)
-        case .dropForRetry:
+        case .dropForRetry?:
             // Its body is dropped as it arrives (`responseBody`); at its end a fresh token is
             // fetched (`refetchToken`).
             logger.debug("Fleet Engine answered 401; retrying once with a fresh token", metadata: ["entity_type": "\(call.key.type.rawValue)"])
-        case .ignore:
+        case nil:
             break
         }
     }
@@ -619,9 +619,9 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         call.upstream = nil
         uncork()
         switch exchange.responseEnded() {
-        case .finishCall(let keepAlive): finishCall(keepAlive: keepAlive)
-        case .refetchToken(let number): refetchToken(call: number)
-        case .awaitRequestEnd, .ignore: break
+        case .finishCall(let keepAlive)?: finishCall(keepAlive: keepAlive)
+        case .refetchToken(let number)?: refetchToken(call: number)
+        case nil: break
         }
     }
 
@@ -630,15 +630,15 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         call.upstream = nil
         if retryable { logger.debug("upstream connection was closed before answering") }
         switch exchange.responseFailed(failure, retryable: retryable) {
-        case .resend(let number):
+        case .resend(let number)?:
             acquireUpstream(call: number)
-        case .closeAfterFlush:
+        case .closeAfterFlush?:
             uncork()
             endCall(discardUpstream: "answer cut short")
             finishAndClose()
-        case .refuse(let failure, let keepAlive):
+        case .refuse(let failure, let keepAlive)?:
             refuseCall(failure, keepAlive: keepAlive)
-        case .ignore:
+        case nil:
             break
         }
     }
@@ -683,10 +683,10 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
     private func refuseHead(_ failure: ProxyFailure, record: CallRecord, skippingIfBuffered body: RequestBody?) {
         let skippable = body.map(isSkippable) ?? false
         switch exchange.headRefused(failure, bodySkippable: skippable) {
-        case .refuse(let failure, let keepAlive):
+        case .refuse(let failure, let keepAlive)?:
             if keepAlive, let body { skip(body) }
             answerRefusal(failure, keepAlive: keepAlive, record: record)
-        case .ignore:
+        case nil:
             break
         }
     }
@@ -708,8 +708,8 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
     /// already be waiting.
     private func readNextRequest() {
         switch exchange.readingNextHead(now: core.clock.monotonicNow) {
-        case .arm(let deadline): armHeadTimer(at: deadline)
-        case .alreadyArmed, .ignore: break
+        case .arm(let deadline)?: armHeadTimer(at: deadline)
+        case nil: break
         }
         if transport.inputLength > 0 { core.loop.schedule(after: 0) { [weak self] in self?.readRequests() } }
     }
@@ -721,8 +721,8 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
 
     private func outputFlushed() {
         switch exchange.outputFlushed() {
-        case .close(let reason): tearDown(reason: reason)
-        case .ignore: break
+        case .close(let reason)?: tearDown(reason: reason)
+        case nil: break
         }
     }
 

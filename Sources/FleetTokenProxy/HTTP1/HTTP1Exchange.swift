@@ -2,7 +2,8 @@
 /// actions out, no sockets, no clock of its own (times are passed in), so every transition is
 /// unit-tested. `HTTP1ClientConnection` is the I/O shell that feeds it and carries out what it
 /// returns: each event is one mutating method with its own action enum, switched at its one
-/// call site. Every fact about the connection's progress lives here and nowhere else.
+/// call site, and nil when there is nothing to do. Every fact about the connection's progress
+/// lives here and nowhere else.
 ///
 ///     readingHead(deadline) ─head─▶ readingBody ─body in─▶ awaitingToken ─token─▶ awaitingUpstream
 ///          ▲                     (chunked only)              ▲                         │ connection
@@ -12,7 +13,7 @@
 ///          └─ refused, keep-alive ◀─ (any call phase) ─▶ closingAfterFlush ─written─▶ closed
 ///
 /// An event that is not legal in the current phase (a late token, a stale timer, an answer
-/// for a call already refused) changes nothing and returns `.ignore`.
+/// for a call already refused) changes nothing and returns nil.
 struct HTTP1Exchange: Equatable {
     enum Phase: Equatable {
         /// Waiting for a whole request head. Past `deadline` with bytes buffered the connection
@@ -115,31 +116,23 @@ struct HTTP1Exchange: Equatable {
         case readBody
         /// Move more of the Content-Length body upstream.
         case pumpBody
-        /// The call in flight does not read now: the bytes wait in the input (bounded by its
-        /// high-water mark).
-        case ignore
     }
 
     enum HeadTimerAction: Equatable {
         /// A later head's deadline replaced the one the timer fired for: wait for it.
         case rearm(at: Double)
         case close(reason: String)
-        /// No head awaited against this deadline (or none buffered): nothing to enforce.
-        case ignore
     }
 
     enum TimerArming: Equatable {
         case arm(at: Double)
-        /// The timer is armed for an earlier time; when it fires it re-arms for this deadline.
-        case alreadyArmed
-        case ignore
     }
 
     enum ReadTimeoutAction: Equatable {
         case close(reason: String)
         /// The client is quiet because it waits for the sidecar (token, upstream answer):
-        /// those waits have their own bounds. Reading goes on.
-        case keepReading
+        /// those waits have their own bounds. Turn reading back on (libevent turned it off).
+        case enableReading
     }
 
     enum HeadAction: Equatable {
@@ -148,18 +141,17 @@ struct HTTP1Exchange: Equatable {
         case readBody(writeContinue: Bool)
         /// Ask the token cache for the call's token.
         case lookUpToken(call: Int)
-        case ignore
+        /// No head was awaited: let go of what was set up for the call.
+        case endCall
     }
 
     enum BodyAction: Equatable {
         case lookUpToken(call: Int)
-        case ignore
     }
 
     enum TokenAction: Equatable {
         /// Borrow an upstream connection.
         case acquireUpstream(call: Int)
-        case ignore
     }
 
     enum SendAction: Equatable {
@@ -168,17 +160,14 @@ struct HTTP1Exchange: Equatable {
         case sendHeld(takeBody: Bool, firstAttempt: Bool)
         /// Write the head, then pump the body as it arrives; `100 Continue` first if owed.
         case stream(writeContinue: Bool, firstAttempt: Bool)
-        /// A connection for a call that is over: give it back.
-        case ignore
+        /// A connection for a call that is over: give it back to the pool.
+        case giveBackConnection
     }
 
     enum RequestSentAction: Equatable {
         /// The call ended: write its record; then, if keep-alive, parse the next buffered
         /// request, else close once the output is written.
         case finishCall(keepAlive: Bool)
-        /// The answer is still to come (or still being relayed).
-        case awaitAnswer
-        case ignore
     }
 
     enum ResponseHeadAction: Equatable {
@@ -186,16 +175,12 @@ struct HTTP1Exchange: Equatable {
         case relay(Relay)
         /// A 401 answered the first try of a held request: drop it; the call is sent again.
         case dropForRetry
-        case ignore
     }
 
     enum ResponseEndAction: Equatable {
         case finishCall(keepAlive: Bool)
         /// Drop the cached token Fleet Engine refused, then ask for a fresh one.
         case refetchToken(call: Int)
-        /// The answer is in; the request body is still being written.
-        case awaitRequestEnd
-        case ignore
     }
 
     enum ResponseFailureAction: Equatable {
@@ -204,32 +189,25 @@ struct HTTP1Exchange: Equatable {
         /// Part of the answer is with the client: flush it and close, the only honest signal.
         case closeAfterFlush
         case refuse(ProxyFailure, keepAlive: Bool)
-        case ignore
     }
 
     enum RefusalAction: Equatable {
         /// Answer with this failure; then keep reading requests (first dropping the buffered
         /// body of the refused one) or close after flush.
         case refuse(ProxyFailure, keepAlive: Bool)
-        case ignore
     }
 
     enum FlushAction: Equatable {
         case close(reason: String)
-        case ignore
     }
 
     enum DrainAction: Equatable {
         case close(reason: String)
-        /// A call is in flight or a head is arriving: it is served, and the connection closes
-        /// after it.
-        case finishCurrent
     }
 
     enum CloseAction: Equatable {
         /// Free the socket and what the call holds.
         case tearDown
-        case alreadyClosed
     }
 
     private(set) var phase: Phase
@@ -277,15 +255,16 @@ struct HTTP1Exchange: Equatable {
 
     // MARK: Reading heads
 
-    /// Request bytes arrived.
-    mutating func bytesArrived(now: Double) -> ReadAction {
+    /// Request bytes arrived. Nil when the call in flight does not read now: the bytes wait in
+    /// the input (bounded by its high-water mark).
+    mutating func bytesArrived(now: Double) -> ReadAction? {
         switch phase {
         case .readingHead(nil):
             let deadline = now + headTimeout
             phase = .readingHead(deadline: deadline)
             switch armHeadTimer(at: deadline) {
-            case .arm(let at): return .armHeadTimerAndReadHead(at: at)
-            case .alreadyArmed, .ignore: return .readHead
+            case .arm(let at)?: return .armHeadTimerAndReadHead(at: at)
+            case nil: return .readHead
             }
         case .readingHead:
             return .readHead
@@ -294,26 +273,27 @@ struct HTTP1Exchange: Equatable {
         case .forwarding(_, let attempt) where !attempt.requestSent:
             return .pumpBody
         default:
-            return .ignore
+            return nil
         }
     }
 
     /// Until a first head is read, the bytes may instead be the HTTP/2 preface.
     var mayBeHTTP2: Bool { headsRead == 0 }
 
-    /// The head timer fired at `now`. `buffered`: request bytes waiting in the input.
-    mutating func headTimerFired(now: Double, buffered: Int) -> HeadTimerAction {
-        guard let armed = headTimerAt else { return .ignore }
+    /// The head timer fired at `now`. `buffered`: request bytes waiting in the input. Nil when
+    /// no head is awaited against this deadline, or none is buffered: nothing to enforce.
+    mutating func headTimerFired(now: Double, buffered: Int) -> HeadTimerAction? {
+        guard let armed = headTimerAt else { return nil }
         headTimerAt = nil
         let now = max(armed, now)
-        guard case .readingHead(let deadline?) = phase else { return .ignore }
+        guard case .readingHead(let deadline?) = phase else { return nil }
         if deadline > now {
             headTimerAt = deadline
             return .rearm(at: deadline)
         }
         if buffered == 0 {
             phase = .readingHead(deadline: nil)
-            return .ignore
+            return nil
         }
         closeNow()
         return .close(reason: "request head not complete within \(headTimeout) s")
@@ -334,14 +314,15 @@ struct HTTP1Exchange: Equatable {
         case .awaitingToken, .awaitingUpstream, .retrying, .closingAfterFlush, .closed:
             bodyStalled = false
         }
-        guard bodyStalled else { return .keepReading }
+        guard bodyStalled else { return .enableReading }
         closeNow()
         return .close(reason: described)
     }
 
-    /// A whole head was parsed and routed; `chunked` if its body comes chunked.
+    /// A whole head was parsed and routed; `chunked` if its body comes chunked. Never nil: the
+    /// shell set the call up before asking, and lets go of it if no head was awaited.
     mutating func headParsed(method: String, http10: Bool, keepAlive: Bool, expectsContinue: Bool, chunked: Bool) -> HeadAction {
-        guard case .readingHead = phase else { return .ignore }
+        guard case .readingHead = phase else { return .endCall }
         headsRead += 1
         var call = Call(number: headsRead, isIdempotent: Call.isIdempotent(method), clientIsHTTP10: http10, keepAlive: keepAlive && !draining,
                         continueOwed: expectsContinue)
@@ -357,9 +338,9 @@ struct HTTP1Exchange: Equatable {
 
     /// A request refused before its call began (bad head, unknown route, method override).
     /// `bodySkippable`: the client allows keep-alive and the body is known and buffered (never
-    /// for a head the parser refused: its framing is unknown).
-    mutating func headRefused(_ failure: ProxyFailure, bodySkippable: Bool) -> RefusalAction {
-        guard case .readingHead = phase else { return .ignore }
+    /// for a head the parser refused: its framing is unknown). Nil when no head was awaited.
+    mutating func headRefused(_ failure: ProxyFailure, bodySkippable: Bool) -> RefusalAction? {
+        guard case .readingHead = phase else { return nil }
         headsRead += 1
         return .refuse(failure, keepAlive: endRefused(keepAlive: bodySkippable))
     }
@@ -369,39 +350,43 @@ struct HTTP1Exchange: Equatable {
         closeNow()
     }
 
-    /// The whole (chunked) body is in, decoded and held.
-    mutating func bodyRead() -> BodyAction {
-        guard case .readingBody(var call) = phase else { return .ignore }
+    /// The whole (chunked) body is in, decoded and held. Nil when no body was being read.
+    mutating func bodyRead() -> BodyAction? {
+        guard case .readingBody(var call) = phase else { return nil }
         call.replayable = true
         phase = .awaitingToken(call)
         return .lookUpToken(call: call.number)
     }
 
     /// The chunked body is malformed or too large: the connection cannot find the next request.
-    mutating func bodyFailed(_ failure: ProxyFailure) -> RefusalAction {
-        guard case .readingBody = phase else { return .ignore }
+    /// Nil when no body was being read.
+    mutating func bodyFailed(_ failure: ProxyFailure) -> RefusalAction? {
+        guard case .readingBody = phase else { return nil }
         return .refuse(failure, keepAlive: endRefused(keepAlive: false))
     }
 
     // MARK: Token and upstream
 
-    mutating func tokenArrived(call number: Int) -> TokenAction {
-        guard case .awaitingToken(let call) = phase, call.number == number else { return .ignore }
+    /// The token for call `number` arrived. Nil when that call does not wait for one (it was
+    /// refused, or ended).
+    mutating func tokenArrived(call number: Int) -> TokenAction? {
+        guard case .awaitingToken(let call) = phase, call.number == number else { return nil }
         phase = .awaitingUpstream(call)
         return .acquireUpstream(call: number)
     }
 
     /// No token. `bodySkippable`: the rest of the body is held or buffered, so the connection
-    /// can carry another request.
-    mutating func tokenFailed(call number: Int, _ failure: ProxyFailure, bodySkippable: Bool) -> RefusalAction {
-        guard case .awaitingToken(let call) = phase, call.number == number else { return .ignore }
+    /// can carry another request. Nil when call `number` does not wait for a token.
+    mutating func tokenFailed(call number: Int, _ failure: ProxyFailure, bodySkippable: Bool) -> RefusalAction? {
+        guard case .awaitingToken(let call) = phase, call.number == number else { return nil }
         return .refuse(failure, keepAlive: endRefused(keepAlive: bodySkippable))
     }
 
     /// A connection is lent for the call. `bodyArrived`: the (small) body is wholly in the
-    /// input, so it can be held and sent with the head.
+    /// input, so it can be held and sent with the head. A connection for a call that is over
+    /// is given back (never nil: the shell has a connection to put somewhere).
     mutating func upstreamReady(call number: Int, bodyArrived: Bool) -> SendAction {
-        guard case .awaitingUpstream(var call) = phase, call.number == number else { return .ignore }
+        guard case .awaitingUpstream(var call) = phase, call.number == number else { return .giveBackConnection }
         call.attempts += 1
         let first = call.attempts == 1
         if call.replayable || bodyArrived {
@@ -416,32 +401,36 @@ struct HTTP1Exchange: Equatable {
         return .stream(writeContinue: writeContinue, firstAttempt: first)
     }
 
-    mutating func upstreamFailed(call number: Int, _ failure: ProxyFailure, bodySkippable: Bool) -> RefusalAction {
-        guard case .awaitingUpstream(let call) = phase, call.number == number else { return .ignore }
+    /// No upstream connection for call `number`. Nil when that call does not wait for one.
+    mutating func upstreamFailed(call number: Int, _ failure: ProxyFailure, bodySkippable: Bool) -> RefusalAction? {
+        guard case .awaitingUpstream(let call) = phase, call.number == number else { return nil }
         return .refuse(failure, keepAlive: endRefused(keepAlive: bodySkippable))
     }
 
-    /// The last request byte was handed to the upstream connection.
-    mutating func requestSent() -> RequestSentAction {
+    /// The last request byte was handed to the upstream connection. Nil while the answer is
+    /// still to come (or still being relayed), and when no request was being sent.
+    mutating func requestSent() -> RequestSentAction? {
         switch phase {
         case .forwarding(let call, var attempt):
             attempt.requestSent = true
             phase = .forwarding(call, attempt)
-            return attempt.answer == .ended ? finish(call) : .awaitAnswer
+            guard attempt.answer == .ended else { return nil }
+            return .finishCall(keepAlive: finish(call))
         case .retrying(let call, _):
             phase = .retrying(call, requestSent: true)
-            return .awaitAnswer
+            return nil
         default:
-            return .ignore
+            return nil
         }
     }
 
     // MARK: The answer
 
     /// The answer's head arrived. `framing`: its body's framing for this request's method;
-    /// `declared`: the framing its fields declare (a HEAD or 304 answer keeps its length).
-    mutating func responseHead(status: Int, framing: BodyFraming, declared: BodyFraming) -> ResponseHeadAction {
-        guard case .forwarding(var call, var attempt) = phase, attempt.answer == .awaited else { return .ignore }
+    /// `declared`: the framing its fields declare (a HEAD or 304 answer keeps its length). Nil
+    /// when no answer is awaited (one answer a try).
+    mutating func responseHead(status: Int, framing: BodyFraming, declared: BodyFraming) -> ResponseHeadAction? {
+        guard case .forwarding(var call, var attempt) = phase, attempt.answer == .awaited else { return nil }
         if status == 401 && call.attempts == 1 && call.replayable {
             phase = .retrying(call, requestSent: attempt.requestSent)
             return .dropForRetry
@@ -480,7 +469,9 @@ struct HTTP1Exchange: Equatable {
         return Relay(framing: relayed, http10: client.clientIsHTTP10, closeAfter: closeAfter)
     }
 
-    mutating func responseEnded() -> ResponseEndAction {
+    /// The answer's body ended. Nil while the request body is still being written (its end
+    /// finishes the call), and when no answer was being relayed.
+    mutating func responseEnded() -> ResponseEndAction? {
         switch phase {
         case .retrying(let call, _):
             phase = .awaitingToken(call)
@@ -488,15 +479,16 @@ struct HTTP1Exchange: Equatable {
         case .forwarding(let call, var attempt) where attempt.answer == .relaying:
             attempt.answer = .ended
             phase = .forwarding(call, attempt)
-            return attempt.requestSent ? responseEndAction(finish(call)) : .awaitRequestEnd
+            guard attempt.requestSent else { return nil }
+            return .finishCall(keepAlive: finish(call))
         default:
-            return .ignore
+            return nil
         }
     }
 
     /// The upstream exchange broke. `retryable`: a reused connection closed before any byte
-    /// of an answer (the keep-alive race).
-    mutating func responseFailed(_ failure: ProxyFailure, retryable: Bool) -> ResponseFailureAction {
+    /// of an answer (the keep-alive race). Nil when no upstream exchange was under way.
+    mutating func responseFailed(_ failure: ProxyFailure, retryable: Bool) -> ResponseFailureAction? {
         let requestSent: Bool
         switch phase {
         case .forwarding(let call, let attempt):
@@ -514,7 +506,7 @@ struct HTTP1Exchange: Equatable {
         case .retrying(_, let sent):
             requestSent = sent
         default:
-            return .ignore
+            return nil
         }
         // The connection can carry another request only once the body has left whole.
         return .refuse(failure, keepAlive: endRefused(keepAlive: requestSent))
@@ -523,23 +515,27 @@ struct HTTP1Exchange: Equatable {
     // MARK: Ending
 
     /// The connection is back to reading heads after a call; the next head's deadline starts
-    /// now (`finishCall` / `refuse` with keep-alive left it unset).
-    mutating func readingNextHead(now: Double) -> TimerArming {
-        guard case .readingHead(nil) = phase else { return .ignore }
+    /// now (`finishCall` / `refuse` with keep-alive left it unset). Nil when the timer is
+    /// already armed for an earlier time (when it fires it re-arms for this deadline), and when
+    /// the connection is not back to reading heads.
+    mutating func readingNextHead(now: Double) -> TimerArming? {
+        guard case .readingHead(nil) = phase else { return nil }
         let deadline = now + headTimeout
         phase = .readingHead(deadline: deadline)
         return armHeadTimer(at: deadline)
     }
 
-    /// Everything queued for the client has been written.
-    mutating func outputFlushed() -> FlushAction {
-        guard phase == .closingAfterFlush else { return .ignore }
+    /// Everything queued for the client has been written. Nil unless the connection was to
+    /// close once it was.
+    mutating func outputFlushed() -> FlushAction? {
+        guard phase == .closingAfterFlush else { return nil }
         closeNow()
         return .close(reason: "answered, not keep-alive")
     }
 
-    /// Stop taking new requests. `buffered`: request bytes waiting in the input.
-    mutating func drain(buffered: Int) -> DrainAction {
+    /// Stop taking new requests. `buffered`: request bytes waiting in the input. Nil when a call
+    /// is in flight or a head is arriving: it is served, and the connection closes after it.
+    mutating func drain(buffered: Int) -> DrainAction? {
         draining = true
         switch phase {
         case .readingHead where buffered == 0:
@@ -552,12 +548,13 @@ struct HTTP1Exchange: Equatable {
         case .retrying(var c, let s): c.keepAlive = false; phase = .retrying(c, requestSent: s)
         case .readingHead, .closingAfterFlush, .closed: break
         }
-        return .finishCurrent
+        return nil
     }
 
-    /// The socket broke, the server closes the connection, or an action said close.
-    mutating func close() -> CloseAction {
-        if phase == .closed { return .alreadyClosed }
+    /// The socket broke, the server closes the connection, or an action said close. Nil when
+    /// it is already closed.
+    mutating func close() -> CloseAction? {
+        if phase == .closed { return nil }
         closeNow()
         return .tearDown
     }
@@ -568,25 +565,19 @@ struct HTTP1Exchange: Equatable {
     }
 
     /// The connection arms its head timer only when it would otherwise fire late: deadlines
-    /// only move later, so an armed timer is usually left and re-armed when it fires.
-    private mutating func armHeadTimer(at deadline: Double) -> TimerArming {
-        if let armed = headTimerAt, armed <= deadline { return .alreadyArmed }
+    /// only move later, so an armed timer is usually left and re-armed when it fires (nil).
+    private mutating func armHeadTimer(at deadline: Double) -> TimerArming? {
+        if let armed = headTimerAt, armed <= deadline { return nil }
         headTimerAt = deadline
         return .arm(at: deadline)
     }
 
-    private mutating func finish(_ call: Call) -> RequestSentAction {
+    /// The call is done, request and answer: back to reading heads, or closing after flush.
+    /// Whether the connection is kept.
+    private mutating func finish(_ call: Call) -> Bool {
         let keepAlive = call.keepAlive && !draining
         phase = keepAlive ? .readingHead(deadline: nil) : .closingAfterFlush
-        return .finishCall(keepAlive: keepAlive)
-    }
-
-    private func responseEndAction(_ action: RequestSentAction) -> ResponseEndAction {
-        switch action {
-        case .finishCall(let keepAlive): return .finishCall(keepAlive: keepAlive)
-        case .awaitAnswer: return .awaitRequestEnd
-        case .ignore: return .ignore
-        }
+        return keepAlive
     }
 
     /// The sidecar answers the call itself: the connection is kept when `keepAlive` (the body

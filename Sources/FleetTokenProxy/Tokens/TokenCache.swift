@@ -223,12 +223,12 @@ public final class TokenCache {
         guard let index = slot(of: key) else { return }
         let now = clock.monotonicNow
         switch slots[index].entry.invalidate(token: token, now: now) {
-        case .dropped:
+        case .dropped?:
             statistics.invalidations += 1
             runTimer(slot: index, now: now)
-        case .tooSoon:
+        case .tooSoon?:
             statistics.invalidationsHeldOff += 1
-        case .notHeld:
+        case nil:
             break
         }
     }
@@ -267,7 +267,7 @@ public final class TokenCache {
             statistics.wrongTokens += 1
             checked = .failure(problem)
         }
-        func feed(_ entry: inout TokenEntry) -> TokenEntry.FetchAction {
+        func feed(_ entry: inout TokenEntry) -> TokenEntry.FetchAction? {
             switch checked {
             case .success(let fetched): return entry.fetchSucceeded(fetched, now: now, wallNow: wallNow, jitter: jitter)
             case .failure(let failure): return entry.fetchFailed(failure, now: now, jitter: jitter)
@@ -278,13 +278,13 @@ public final class TokenCache {
         let waiters: [Completion]
         if let index = slotIndex {
             slots[index].fetchID = Self.noFetch
-            guard case .answerWaiters(let result) = feed(&slots[index].entry) else { return }
+            guard case .answerWaiters(let result)? = feed(&slots[index].entry) else { return }
             answer = result
             waiters = slots[index].waiters
             slots[index].waiters = []
             runTimer(slot: index, now: now)
         } else if var orphan = orphans.removeValue(forKey: id) {
-            guard case .answerWaiters(let result) = feed(&orphan.entry) else { return }
+            guard case .answerWaiters(let result)? = feed(&orphan.entry) else { return }
             answer = result
             waiters = orphan.waiters
         } else {
@@ -303,15 +303,15 @@ public final class TokenCache {
         guard scheduler != nil else { return }
         deadlines.remove(index)
         switch slots[index].entry.timerDue(now: now) {
-        case .none:
-            break
-        case .sleep(let until):
+        case .sleep(let until)?:
             deadlines.set(index, due: until)
-        case .startFetch:
+        case .startFetch?:
             statistics.timerFetches += 1
             startFetch(slot: index)
-        case .drop:
+        case .drop?:
             remove(index, .idle)
+        case nil:
+            break
         }
         armWakeUp(now: now)
     }

@@ -21,7 +21,8 @@
 /// | backing off   | retry due, token above floor          | refreshing      | serve, start probe        |
 /// | backing off   | retry due, no usable token            | fetching(1)     | wait, start probe         |
 ///
-/// Fetch results (`fetchSucceeded`, `fetchFailed`); in any other state they are stale and ignored:
+/// Fetch results (`fetchSucceeded`, `fetchFailed`); in any other state they are stale and
+/// return nil:
 ///
 /// | state         | input                    | next state                      | action                  |
 /// |---------------|--------------------------|---------------------------------|-------------------------|
@@ -44,7 +45,7 @@
 /// | backing off   | no usable token, recently used        | backing off     | sleep (a call probes)     |
 /// | backing off   | no usable token, not recently used    | —               | drop                      |
 /// | idle          | recently used / not                   | idle / —        | sleep / drop              |
-/// | fetching, refreshing |                                | same            | none (the fetch's end re-arms) |
+/// | fetching, refreshing |                                | same            | nil (the fetch's end re-arms) |
 ///
 /// `invalidate(token:now:)` (Fleet Engine refused the token):
 ///
@@ -53,7 +54,7 @@
 /// | fresh         | token held, hold-off over                       | idle                  | dropped  |
 /// | refreshing    | token held, hold-off over                       | fetching(0)           | dropped  |
 /// | backing off   | token held, hold-off over                       | backing off, no token | dropped  |
-/// | any           | another token held, or none                     | same                  | notHeld  |
+/// | any           | another token held, or none                     | same                  | nil      |
 /// | any           | token held, last drop < `invalidationHoldOff` ago | same                | tooSoon  |
 ///
 /// The hold-off bounds what a client that can make Fleet Engine answer 401 at will costs:
@@ -151,16 +152,12 @@ public struct TokenEntry: Sendable {
         /// Answer every queued call (there may be none) with this result. A success has been
         /// stored; a failure means the provider gave nothing usable and nothing was stored.
         case answerWaiters(Result<String, ProxyFailure>)
-        /// No fetch was in flight: a stale completion, dropped.
-        case ignore
     }
 
     /// What came of `invalidate(token:now:)`.
     public enum InvalidationOutcome: Sendable, Equatable {
         /// The token was dropped: the next call waits for a new one.
         case dropped
-        /// The refused token is not the one held (already replaced, or none): nothing changed.
-        case notHeld
         /// The token is held, but one was dropped less than `invalidationHoldOff` ago: it is
         /// kept, and calls go on being served with it, until `until`.
         case tooSoon(until: Double)
@@ -174,8 +171,6 @@ public struct TokenEntry: Sendable {
         case drop
         /// Nothing to do before this monotonic time: run the timer again then.
         case sleep(until: Double)
-        /// A fetch is in flight; its end arms the next timer.
-        case none
     }
 
     /// Calls that may wait for one entity's fetch; past it calls are refused at once, so a
@@ -328,9 +323,10 @@ public struct TokenEntry: Sendable {
 
     /// The fetch in flight returned `fetched`, at monotonic `now` and wall-clock `wallNow`.
     /// `jitter`, from [0, 1), places the refresh point in the first part of the refresh window
-    /// (and the backoff step, if the token is refused).
-    public mutating func fetchSucceeded(_ fetched: FetchedToken, now: Double, wallNow: Double, jitter: Double = 0) -> FetchAction {
-        guard isFetching else { return .ignore }
+    /// (and the backoff step, if the token is refused). Nil when no fetch was in flight: a
+    /// stale completion, dropped.
+    public mutating func fetchSucceeded(_ fetched: FetchedToken, now: Double, wallNow: Double, jitter: Double = 0) -> FetchAction? {
+        guard isFetching else { return nil }
         let window = timing.window(for: fetched, wallNow: wallNow)
         let expiresAt = now + (fetched.expiresAt - wallNow)
         let floorAt = expiresAt - window.floor
@@ -354,12 +350,12 @@ public struct TokenEntry: Sendable {
 
     /// The fetch in flight failed at `now`: backoff starts, or steps up, with `jitter` from
     /// [0, 1). Nothing is stored; a token still being served during a refresh stays until its
-    /// floor.
-    public mutating func fetchFailed(_ failure: ProxyFailure, now: Double, jitter: Double = 0) -> FetchAction {
+    /// floor. Nil when no fetch was in flight: a stale completion, dropped.
+    public mutating func fetchFailed(_ failure: ProxyFailure, now: Double, jitter: Double = 0) -> FetchAction? {
         let kept: HeldToken?
         switch state {
         case .idle, .fresh, .backingOff:
-            return .ignore
+            return nil
         case .fetching:
             kept = nil
         case .refreshing(let held):
@@ -374,15 +370,16 @@ public struct TokenEntry: Sendable {
 
     /// Fleet Engine refused `token` (401, `UNAUTHENTICATED`) at monotonic `now`: forget it if
     /// it is still the one held and no token was dropped in the last `invalidationHoldOff`,
-    /// so the next call fetches another.
-    public mutating func invalidate(token: String, now: Double) -> InvalidationOutcome {
+    /// so the next call fetches another. Nil when the refused token is not the one held
+    /// (already replaced, or none): nothing changed.
+    public mutating func invalidate(token: String, now: Double) -> InvalidationOutcome? {
         let held: HeldToken?
         switch state {
         case .fresh(let token), .refreshing(let token): held = token
         case .backingOff(let backoff): held = backoff.token
         case .idle, .fetching: held = nil
         }
-        guard held?.value == token else { return .notHeld }
+        guard held?.value == token else { return nil }
         if let lastInvalidatedAt, now < lastInvalidatedAt + Self.invalidationHoldOff {
             return .tooSoon(until: lastInvalidatedAt + Self.invalidationHoldOff)
         }
@@ -396,17 +393,18 @@ public struct TokenEntry: Sendable {
             backoff.token = nil
             state = .backingOff(backoff)
         case .idle, .fetching:
-            return .notHeld
+            return nil
         }
         lastInvalidated = now
         return .dropped
     }
 
-    /// The entity's timer fired at `now`.
-    public mutating func timerDue(now: Double) -> TimerAction {
+    /// The entity's timer fired at `now`. Nil while a fetch is in flight: its end arms the next
+    /// timer.
+    public mutating func timerDue(now: Double) -> TimerAction? {
         switch state {
         case .fetching, .refreshing:
-            return .none
+            return nil
 
         case .idle:
             if isRecentlyUsed(at: now), let lastUsedAt { return .sleep(until: lastUsedAt + recentUse) }
