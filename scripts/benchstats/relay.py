@@ -123,7 +123,10 @@ class Side(asyncio.Protocol):
         elif self.peer is not None and self.peer.closed:
             self.transport.close()
         elif self.transport.can_write_eof():
-            self.transport.write_eof()
+            try:
+                self.transport.write_eof()
+            except OSError:  # the peer has gone already (reset): nothing left to end
+                self.transport.close()
         else:
             self.transport.close()
 

@@ -137,10 +137,12 @@ class RemoteReport:
     def windows(self, proxy: str, kind: str = "rest") -> list[tuple[float, float]]:
         return [(p.start, p.end) for p in self.phases if p.proxy == proxy and p.kind == kind]
 
-    def connections_per_round(self, proxy: str) -> int | None:
-        """Upstream connections the proxy's relay accepted in its median round's REST phase."""
-        log = self.results.text(f"relay-{proxy}.log")
-        windows = self.windows(proxy)
+    def connections_per_round(self, proxy: str, kind: str = "rest") -> int | None:
+        """Upstream connections the proxy's relay (nginx's gRPC twin's for nginx's gRPC phase)
+        accepted in a round's phase of KIND, the median round's."""
+        relay_name = "ngrpc" if (proxy, kind) == ("nginx", "grpc") else proxy
+        log = self.results.text(f"relay-{relay_name}.log")
+        windows = self.windows(proxy, kind)
         if log is None or not windows:
             return None
         counts = [relay.accepts(log, start, end) for start, end in windows]
@@ -219,6 +221,8 @@ class RemoteReport:
         out.append(_line(f"REST c={s.get('CONNECTIONS')} req/s", [self._rest(p, lambda m: str(m.requests_per_second)) for p in PROXIES]))
         out.append(_line("REST p50 / p99 ms", [self._rest(p, lambda m: f"{m.p50_us / 1000:.1f} / {m.p99_us / 1000:.1f}") for p in PROXIES]))
         out.append(_line("upstream conns/round", [_cell(self.connections_per_round(p)) for p in PROXIES]))
+        out.append(_line("upstream conns/round, gRPC",
+                         [_cell(self.connections_per_round(p, "grpc")) if p in self.grpc else "—" for p in PROXIES]))
         out.append(_line("TLS full / resumed", [self._handshake_cell(p) for p in PROXIES]))
         out.append(_line(f"gRPC -c{s.get('H2_CLIENTS')} -m{s.get('H2_STREAMS')} req/s",
                          [self._grpc(p) for p in PROXIES]))
