@@ -106,3 +106,19 @@ def test_the_report_reads_the_mode_files(tmp_path):
     # No wrk or h2load run: the rows say so and fail the run.
     assert "rsidecar: not run" in report.failures()
 
+
+
+def test_relay_cpu_is_the_busiest_rest_phase(tmp_path):
+    # 42 ticks (0.42 s at 100 Hz) in a 4 s phase: 10.5%, printed as 10 (%.0f rounds to even);
+    # the same ticks in a 2 s phase of round 2: 21%.
+    (tmp_path / "settings.env").write_text("MODE=remote\nCLK_TCK=100\n")
+    (tmp_path / "phases.tsv").write_text("rest\tsidecar\t1\t100.0\t104.0\nrest\tsidecar\t2\t110.0\t112.0\n"
+                                         "grpc\tsidecar\t2\t112.0\t113.0\n")
+    for run in (1, 2):
+        (tmp_path / f"stat-relay-sidecar-{run}-before.txt").write_text(fixture_text("stat-sidecar-before.txt"))
+        (tmp_path / f"stat-relay-sidecar-{run}-after.txt").write_text(fixture_text("stat-sidecar-after.txt"))
+    report = remote.RemoteReport(ResultsDir(tmp_path))
+    assert report.relay_busy_percent("sidecar") == 21
+    (tmp_path / "stat-relay-sidecar-2-after.txt").write_text("")
+    assert report.relay_busy_percent("sidecar") == 10
+    assert report.relay_busy_percent("nginx") is None

@@ -5,6 +5,7 @@ Beside what ResultsDir reads (the rNAME and grNAME rows' wrk and h2load runs), t
   phases.tsv             KIND<TAB>PROXY<TAB>RUN<TAB>START<TAB>END (unix times): each round's REST
                          phase (a wrk -c1 second, then the c=64 run) and gRPC phase
   relay-PROXY.log        the proxy's relay: an `accept UNIX_TIME` line per upstream connection
+  stat-relay-PROXY-RUN-before.txt, -after.txt   the relay's /proc/PID/stat around a REST phase
   upstream-access.log    the TLS upstream's access log, `bench_tls` format: msec, connection,
                          connection_requests, ssl_session_reused (`r` or `.`), status
   idle-rest-PROXY-S.txt  curl's `STATUS SECONDS` line of the one REST call made on a new client
@@ -148,6 +149,22 @@ class RemoteReport:
         counts = [relay.accepts(log, start, end) for start, end in windows]
         return median_round(counts, key=lambda count: count)
 
+    def relay_busy_percent(self, proxy: str) -> int | None:
+        """The most of one core the proxy's relay used in a round's REST phase: near 100, the
+        relay, not the path, set the pace."""
+        hz = self.settings.integer("CLK_TCK") or 100
+        busiest = None
+        for phase in self.phases:
+            if phase.proxy != proxy or phase.kind != "rest":
+                continue
+            before = self.results.ticks(f"stat-relay-{proxy}-{phase.run}-before.txt")
+            after = self.results.ticks(f"stat-relay-{proxy}-{phase.run}-after.txt")
+            if before is None or after is None or phase.end <= phase.start:
+                continue
+            percent = whole((after.total - before.total) / hz / (phase.end - phase.start) * 100)
+            busiest = percent if busiest is None else max(busiest, percent)
+        return busiest
+
     def handshakes(self, proxy: str) -> Handshakes | None:
         log = self.results.text("upstream-access.log")
         windows = self.windows(proxy)
@@ -233,6 +250,7 @@ class RemoteReport:
                                   for p in PROXIES]))
         out.append(_line(f"cold start, {s.get('COLD_CALLS')} calls ms", [_cell(self.cold(p)[0]) for p in PROXIES]))
         out.append(_line("CPU s per 1,000 REST", [_cell(self.cpu_s_per_1000(self.rest[p]), 3) for p in PROXIES]))
+        out.append(_line("relay CPU %, REST phase", [_cell(self.relay_busy_percent(p)) for p in PROXIES]))
         out.append("")
         out.append(_TARGET.format("issue 17 target", "now", "target", "met"))
         out.extend(_TARGET.format(v.label, v.now, v.target, v.met) for v in self.verdicts())
