@@ -85,6 +85,10 @@ class Side(asyncio.Protocol):
         self.peer: Side | None = None
         self.closed = False
         self.early: list[bytes] = []  # chunks due before this side's connect completed
+        # Reading stops while either holds: this side's delay line is full, or the other
+        # side's socket cannot take more (its transport's write buffer is past its high mark).
+        self.line_full = False
+        self.peer_full = False
 
     def connection_made(self, transport) -> None:
         self.transport = transport
@@ -95,12 +99,31 @@ class Side(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.outgoing.push(data)
         if self.outgoing.queued_bytes > HIGH_WATER:
-            self.transport.pause_reading()
-            self.outgoing.on_drained = self._resume
+            self.line_full = True
+            self.outgoing.on_drained = self._line_drained
+            self._update_reading()
 
-    def _resume(self) -> None:
-        if not self.closed:
+    def _line_drained(self) -> None:
+        self.line_full = False
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        if self.closed or self.transport is None:
+            return
+        if self.line_full or self.peer_full:
+            self.transport.pause_reading()
+        else:
             self.transport.resume_reading()
+
+    def pause_writing(self) -> None:
+        if self.peer is not None:
+            self.peer.peer_full = True
+            self.peer._update_reading()
+
+    def resume_writing(self) -> None:
+        if self.peer is not None:
+            self.peer.peer_full = False
+            self.peer._update_reading()
 
     def eof_received(self) -> bool:
         self.outgoing.push(_EOF)
