@@ -1,7 +1,8 @@
 """python3 -m benchstats COMMAND ...: what scripts/bench asks of its results.
 
-  report DIR                 print the table of a results directory (and write DIR/summary.txt);
-                             exit 1 when an anchor or a sidecar row failed
+  report DIR                 print the table of a results directory (and write DIR/summary.txt),
+                             the remote mode's when its settings say MODE=remote; exit 1 when an
+                             anchor or a sidecar row failed
   warmup WALK METRICS N      the many-entity warm-up: its walk finished without a failed call and
                              the sidecar's /metrics shows N fetches and N cached entities; prints
                              what it found, exits 1 when it is not so
@@ -21,6 +22,7 @@ import sys
 from pathlib import Path
 
 from . import callgrind, checks, h2load, rows
+from .remote import RemoteReport
 from .results import ResultsDir
 from .settings import Settings
 from .table import Report
@@ -28,7 +30,7 @@ from .table import Report
 
 def report(directory: str) -> int:
     results = ResultsDir(Path(directory))
-    table = Report(results)
+    table = RemoteReport(results) if results.settings.get("MODE") == "remote" else Report(results)
     lines = table.lines()
     for note in results.notes:
         print(f"bench: {note}", file=sys.stderr)

@@ -116,16 +116,19 @@ class Report:
                      f"of which the token {memory.token_bytes} B")
         return text
 
+    def target_lines(self) -> list[dict]:
+        return [line for line in targets.load()
+                if targets.applies(line, rest_h2=self.settings.flag("REST_H2"), h2=not self.settings.flag("SKIP_H2"))]
+
     def verdicts(self) -> list[targets.Verdict]:
-        lines = [line for line in targets.load()
-                 if targets.applies(line, rest_h2=self.settings.flag("REST_H2"), h2=not self.settings.flag("SKIP_H2"))]
+        lines = self.target_lines()
         ideal = self.cold_ideal_ms()
         names = {"ENTITIES": self.settings.get("ENTITIES"), "cold_ideal": f" ({ideal} ms)" if ideal is not None else ""}
         quantities = self.quantities()
         return [targets.evaluate(line, quantities, names) for line in lines]
 
     def _target_lines(self) -> list[str]:
-        issues = ", ".join(str(issue) for issue in targets.issues(targets.load()))
+        issues = ", ".join(str(issue) for issue in targets.issues(self.target_lines()))
         out = [_TARGET.format(f"issue {issues} target", "now", "target", "met")]
         out.extend(_TARGET.format(v.label, v.now, v.target, v.met) for v in self.verdicts())
         return out

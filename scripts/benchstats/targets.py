@@ -77,8 +77,12 @@ def evaluate(line: Mapping, quantities: Mapping[str, Number | None], names: Mapp
     return Verdict(label, now, target, compare(value, comparison, limit))
 
 
-def applies(line: Mapping, rest_h2: bool, h2: bool) -> bool:
+def applies(line: Mapping, rest_h2: bool, h2: bool, remote: bool = False) -> bool:
+    """Whether a line belongs to the table: the remote mode's lines (`when: remote`) to its
+    table only, the others to the loopback table as SKIP_H2 and REST_H2 leave it."""
     when = line.get("when")
+    if remote or when == "remote":
+        return remote and when == "remote"
     return when is None or (when == "h2" and h2) or (when == "rest_h2" and rest_h2)
 
 
