@@ -38,4 +38,20 @@ final class ByteViewTests: XCTestCase {
             XCTAssertEqual(view[11], UInt8(ascii: "/"))
         }
     }
+
+    func testTwoViewsAreEqualOnlyByteForByte() {
+        "PRI * HTTP".withByteView { a in
+            "PRI * HTTP".withByteView { b in XCTAssertTrue(a == b) }
+            "pri * HTTP".withByteView { b in XCTAssertFalse(a == b) }
+            "PRI * HTT".withByteView { b in XCTAssertFalse(a == b) }
+            XCTAssertTrue(a.slice(0..<0) == ByteView(start: nil, count: 0))
+        }
+    }
+
+    func testThePrefaceMatchesOnlyItsOwnBytesAsTheyArrive() {
+        "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\nfollowing frames".withByteView { XCTAssertEqual(HTTP2Preface.match($0.slice(0..<HTTP2Preface.count)), .matches) }
+        "PRI * HTTP/2".withByteView { XCTAssertEqual(HTTP2Preface.match($0), .needMore) }
+        "GET / HTTP/1.1\r\n".withByteView { XCTAssertEqual(HTTP2Preface.match($0), .differs) }
+        "PRI * HTTP/1.1\r\n\r\nSM\r\n\r\n".withByteView { XCTAssertEqual(HTTP2Preface.match($0), .differs) }
+    }
 }

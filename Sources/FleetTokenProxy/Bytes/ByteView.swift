@@ -86,6 +86,11 @@ struct ByteView {
     @inline(__always)
     static func != (view: ByteView, literal: StaticString) -> Bool { !(view == literal) }
 
+    /// Byte-for-byte equality of two views.
+    static func == (a: ByteView, b: ByteView) -> Bool {
+        a.count == b.count && (a.count == 0 || memcmp(a.base.unsafelyUnwrapped, b.base.unsafelyUnwrapped, a.count) == 0)
+    }
+
     /// True when the bytes begin with `literal`, byte for byte.
     @inline(__always)
     func hasPrefix(_ literal: StaticString) -> Bool {

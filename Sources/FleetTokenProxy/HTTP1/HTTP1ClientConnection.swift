@@ -194,7 +194,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         let available = transport.inputLength
         guard available > 0 else { return }
         if exchange.mayBeHTTP2 {
-            switch HTTP2Preface.match(transport.input, available: available) {
+            switch transport.withInput(upTo: HTTP2Preface.count, HTTP2Preface.match) {
             case .matches:
                 // h2c with prior knowledge: the HTTP/2 connection takes the socket over.
                 exchange.handedToHTTP2()

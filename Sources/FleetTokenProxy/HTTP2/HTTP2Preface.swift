@@ -1,18 +1,17 @@
-import CEvent
-
 /// The client connection preface of HTTP/2 (RFC 9113 §3.4), which is how an h2c client with
 /// prior knowledge, such as a gRPC insecure channel, announces itself on the shared port.
 enum HTTP2Preface {
-    static let bytes = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
+    static let text: StaticString = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+    static var count: Int { text.utf8CodeUnitCount }
 
     enum Match { case matches, needMore, differs }
 
-    /// Compares the start of `input` with the preface.
-    static func match(_ input: OpaquePointer, available: Int) -> Match {
-        let n = min(available, bytes.count)
-        var head = [UInt8](repeating: 0, count: n)
-        let copied = Int(evbuffer_copyout(input, &head, n))
-        guard copied == n, head.elementsEqual(bytes.prefix(n)) else { return .differs }
-        return n == bytes.count ? .matches : .needMore
+    /// Compares the first bytes of a connection's input (as many as arrived, up to `count`)
+    /// with the preface.
+    static func match(_ input: ByteView) -> Match {
+        let n = min(input.count, count)
+        let preface = ByteView(start: text.utf8Start, count: n)
+        guard input.slice(0..<n) == preface else { return .differs }
+        return n == count ? .matches : .needMore
     }
 }
