@@ -126,4 +126,23 @@ final class TLSResumptionTests: XCTestCase {
             XCTAssertEqual([full, resumed], [2, 3], "tls12Only: \(tls12Only)")
         }
     }
+
+    /// The sidecar's own counts on `/metrics`: two calls over one kept-alive upstream
+    /// connection are one full handshake, nothing resumed yet.
+    func testTheSidecarCountsUpstreamHandshakesOnItsMetricsPage() throws {
+        let standIns = try StandInHost(fleetEngineTLS: (cert: path("server.pem"), key: path("server.key")))
+        defer { standIns.stop() }
+        let sidecar = try SidecarProcess([
+            "--upstream", "https://\(standIns.fleetEngineAddress)", "--upstream-ca-file", path("ca.pem"),
+            "--provider-url", standIns.providerTemplate, "--admin-listen", "127.0.0.1:0",
+        ])
+        defer { sidecar.stop() }
+        let admin = try XCTUnwrap(sidecar.adminAddress, sidecar.log)
+        for id in ["resume-1", "resume-2"] {
+            XCTAssertEqual(try httpGet(sidecar.baseURL + "/v1/providers/p1/vehicles/\(id)").status, 200)
+        }
+        let page = MetricsPage(text: try httpGet("http://\(admin)/metrics").body)
+        XCTAssertEqual(page.value("fleet_token_proxy_tls_handshakes_total", ["peer": "upstream", "resumed": "false"]), 1, page.text)
+        XCTAssertNil(page.value("fleet_token_proxy_tls_handshakes_total", ["resumed": "true"]), page.text)
+    }
 }

@@ -6,7 +6,7 @@ import struct Prometheus.PrometheusMetricsFactory
 /// The sidecar's Prometheus metrics, recorded through swift-metrics into a
 /// `PrometheusCollectorRegistry` and served by the admin listener's `/metrics`.
 ///
-/// Labels are bounded: protocol, status code, provider outcome. Never a token, never an entity
+/// Labels are bounded: protocol, status code, provider outcome, TLS peer. Never a token, never an entity
 /// id. A disabled instance (no `--admin-listen`) records nothing and costs one branch a call.
 ///
 /// Loop-thread only: the label caches and the last cache counts are plain fields.
