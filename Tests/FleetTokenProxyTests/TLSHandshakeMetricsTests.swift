@@ -3,7 +3,7 @@ import Prometheus
 import XCTest
 
 final class TLSHandshakeMetricsTests: XCTestCase {
-    func testHandshakesAreCountedByPeerAndResumption() {
+    func testHandshakesAreCountedByPeerAndResumptionFromZero() {
         let metrics = ProxyMetrics(registry: PrometheusCollectorRegistry())
         metrics.tlsHandshakeFinished(peer: .upstream, resumed: false)
         metrics.tlsHandshakeFinished(peer: .upstream, resumed: true)
@@ -13,5 +13,6 @@ final class TLSHandshakeMetricsTests: XCTestCase {
         XCTAssertTrue(text.contains(#"fleet_token_proxy_tls_handshakes_total{peer="upstream",resumed="true"} 2"#), text)
         XCTAssertTrue(text.contains(#"fleet_token_proxy_tls_handshakes_total{peer="upstream",resumed="false"} 1"#), text)
         XCTAssertTrue(text.contains(#"fleet_token_proxy_tls_handshakes_total{peer="provider",resumed="false"} 1"#), text)
+        XCTAssertTrue(text.contains(#"fleet_token_proxy_tls_handshakes_total{peer="provider",resumed="true"} 0"#), text)
     }
 }

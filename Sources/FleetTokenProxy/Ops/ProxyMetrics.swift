@@ -93,6 +93,13 @@ public final class ProxyMetrics {
         buffered = Gauge(label: Self.bufferedBytes, factory: factory)
         bufferedLimit = Gauge(label: Self.bufferedBytesLimit, factory: factory)
         providerTimer = CoreMetrics.Timer(label: Self.providerDuration, factory: factory)
+        // Four series, there from the start so that a rate over them needs no first handshake.
+        for peer in TLSPeer.allCases {
+            for resumed in [false, true] {
+                handshakeCounters[HandshakeLabels(peer: peer, resumed: resumed)] = Counter(
+                    label: Self.tlsHandshakes, dimensions: [("peer", peer.rawValue), ("resumed", String(resumed))], factory: factory)
+            }
+        }
         entities?.record(0)
         connections?.record(0)
     }
@@ -167,16 +174,7 @@ public final class ProxyMetrics {
     /// One client TLS handshake finished towards `peer`: `resumed` when the peer took the
     /// session offered (docs/CONTRACT.md §7), else a full handshake.
     func tlsHandshakeFinished(peer: TLSPeer, resumed: Bool) {
-        guard isEnabled, let factory else { return }
-        let labels = HandshakeLabels(peer: peer, resumed: resumed)
-        let counter: Counter
-        if let existing = handshakeCounters[labels] {
-            counter = existing
-        } else {
-            counter = Counter(label: Self.tlsHandshakes, dimensions: [("peer", peer.rawValue), ("resumed", String(resumed))], factory: factory)
-            handshakeCounters[labels] = counter
-        }
-        counter.increment()
+        handshakeCounters[HandshakeLabels(peer: peer, resumed: resumed)]?.increment()
     }
 
     /// The outcome label for a fetch result.
