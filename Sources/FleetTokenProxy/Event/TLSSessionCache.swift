@@ -33,7 +33,7 @@ final class TLSSessionCache {
     /// Origins, least recently given a session first; each with its sessions, oldest first.
     private var origins: [(origin: Origin, entries: [Entry])] = []
 
-    init(originLimit: Int = 8, sessionsPerOrigin: Int = 8, release: @escaping (OpaquePointer) -> Void = { SSL_SESSION_free($0) }) {
+    init(originLimit: Int = 8, sessionsPerOrigin: Int = 32, release: @escaping (OpaquePointer) -> Void = { SSL_SESSION_free($0) }) {
         precondition(originLimit > 0 && sessionsPerOrigin > 0)
         self.originLimit = originLimit
         self.sessionsPerOrigin = sessionsPerOrigin
