@@ -17,3 +17,11 @@ int fte_ssl_set_verify_host(SSL *ssl, const char *host) {
     SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
     return SSL_set1_host(ssl, host);
 }
+
+int fte_ssl_ctx_set_max_tls12(SSL_CTX *ctx) {
+    return (int)SSL_CTX_set_max_proto_version(ctx, TLS1_2_VERSION);
+}
+
+void fte_ssl_ctx_set_client_session_cache(SSL_CTX *ctx) {
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+}

@@ -11,3 +11,8 @@ void fte_ssl_ctx_set_modes(SSL_CTX *ctx);
 /// The hostname check OpenSSL runs during verification (SSL_set1_host is a function,
 /// but the flags live behind a macro-heavy API; one wrapper keeps it in one place).
 int fte_ssl_set_verify_host(SSL *ssl, const char *host);
+/// SSL_CTX_set_max_proto_version is a macro; a TLS 1.2-only server for tests.
+int fte_ssl_ctx_set_max_tls12(SSL_CTX *ctx);
+/// SSL_CTX_set_session_cache_mode is a macro: a client cache that hands each new session
+/// (TLS 1.3 tickets included) to the new-session callback and stores none itself.
+void fte_ssl_ctx_set_client_session_cache(SSL_CTX *ctx);

@@ -14,7 +14,7 @@ enum Dialer {
         let bev: OpaquePointer?
         if let tls {
             let ssl: OpaquePointer
-            do { ssl = try tls.makeClientSSL(host: origin.host) } catch {
+            do { ssl = try tls.makeClientSSL(host: origin.host, port: origin.port) } catch {
                 return .failure(.upstreamUnavailable("TLS set-up for \(origin) failed: \(error)"))
             }
             bev = bufferevent_openssl_socket_new(loop.base, -1, ssl, BUFFEREVENT_SSL_CONNECTING, options)

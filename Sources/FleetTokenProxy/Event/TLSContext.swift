@@ -12,17 +12,30 @@ public final class TLSContext {
     private var ctx: OpaquePointer?
     private let trust: TrustStore?
     private let alpn: [String]
+    /// Client contexts only: sessions kept per origin and offered again (docs/CONTRACT.md §7).
+    private let resumption: TLSResumption?
 
     /// A client context: peer verification on, TLS 1.2 or later, optional ALPN list.
     public static func client(trust: TrustStore, alpn: [String] = []) -> TLSContext {
-        TLSContext(ctx: nil, trust: trust, alpn: alpn)
+        client(trust: trust, alpn: alpn, handshakeFinished: { _ in })
+    }
+
+    /// A client context that reports each finished handshake, full or resumed.
+    static func client(trust: TrustStore, alpn: [String] = [], handshakeFinished: @escaping (_ resumed: Bool) -> Void) -> TLSContext {
+        TLSContext(ctx: nil, trust: trust, alpn: alpn, resumption: TLSResumption(handshakeFinished: handshakeFinished))
     }
 
     /// A server context from PEM files (stand-ins and tests only).
     public static func server(certificateFile: String, keyFile: String, alpn: [String] = []) throws(TLSError) -> TLSContext {
+        try server(certificateFile: certificateFile, keyFile: keyFile, alpn: alpn, tls12Only: false)
+    }
+
+    /// A server context; `tls12Only` caps it at TLS 1.2, for tests of a TLS 1.2 peer.
+    static func server(certificateFile: String, keyFile: String, alpn: [String] = [], tls12Only: Bool) throws(TLSError) -> TLSContext {
         guard let ctx = SSL_CTX_new(TLS_server_method()) else { throw TLSError.fromQueue("SSL_CTX_new") }
-        let context = TLSContext(ctx: ctx, trust: nil, alpn: [])
+        let context = TLSContext(ctx: ctx, trust: nil, alpn: [], resumption: nil)
         _ = fte_ssl_ctx_set_min_tls12(ctx)
+        if tls12Only { _ = fte_ssl_ctx_set_max_tls12(ctx) }
         fte_ssl_ctx_set_modes(ctx)
         guard SSL_CTX_use_certificate_chain_file(ctx, certificateFile) == 1 else {
             throw TLSError.fromQueue("cannot load certificate \(certificateFile)")
@@ -33,10 +46,11 @@ public final class TLSContext {
         return context
     }
 
-    private init(ctx: OpaquePointer?, trust: TrustStore?, alpn: [String]) {
+    private init(ctx: OpaquePointer?, trust: TrustStore?, alpn: [String], resumption: TLSResumption?) {
         self.ctx = ctx
         self.trust = trust
         self.alpn = alpn
+        self.resumption = resumption
     }
 
     deinit { SSL_CTX_free(ctx) }
@@ -51,6 +65,7 @@ public final class TLSContext {
             SSL_CTX_set_verify(made, SSL_VERIFY_PEER, nil)
             if let trust { SSL_CTX_set1_cert_store(made, try trust.x509Store()) }
             if !alpn.isEmpty { try Self.setALPN(alpn, on: made) }
+            TLSResumption.install(on: made)
         } catch {
             SSL_CTX_free(made)
             throw error
@@ -67,9 +82,10 @@ public final class TLSContext {
         guard rc == 0 else { throw TLSError.fromQueue("cannot set ALPN") }
     }
 
-    /// A new client `SSL` for one connection to `host`: SNI for names, and the certificate
-    /// checked against the name or IP address.
-    func makeClientSSL(host: String) throws(TLSError) -> OpaquePointer {
+    /// A new client `SSL` for one connection to `host`:`port`: SNI for names, the certificate
+    /// checked against the name or IP address, and a session of that same origin offered if
+    /// one is kept.
+    func makeClientSSL(host: String, port: UInt16) throws(TLSError) -> OpaquePointer {
         guard let ssl = SSL_new(try clientContext()) else { throw TLSError.fromQueue("SSL_new") }
         let isIPLiteral = host.contains(":") || host.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || $0 == 46 }
         if isIPLiteral {
@@ -84,7 +100,13 @@ public final class TLSContext {
                 throw TLSError.fromQueue("cannot set host name \(host)")
             }
         }
+        resumption?.prepare(ssl, for: TLSSessionCache.Origin(host: host, port: port, serverName: host))
         return ssl
+    }
+
+    /// Sessions kept for `host`:`port` now (tests).
+    func cachedSessions(host: String, port: UInt16) -> Int {
+        resumption?.cache.count(for: TLSSessionCache.Origin(host: host, port: port, serverName: host)) ?? 0
     }
 
     /// A new server `SSL` for one accepted connection.

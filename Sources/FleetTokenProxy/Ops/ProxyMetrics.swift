@@ -6,7 +6,7 @@ import struct Prometheus.PrometheusMetricsFactory
 /// The sidecar's Prometheus metrics, recorded through swift-metrics into a
 /// `PrometheusCollectorRegistry` and served by the admin listener's `/metrics`.
 ///
-/// Labels are bounded: protocol, status code, provider outcome. Never a token, never an entity
+/// Labels are bounded: protocol, status code, provider outcome, TLS peer. Never a token, never an entity
 /// id. A disabled instance (no `--admin-listen`) records nothing and costs one branch a call.
 ///
 /// Loop-thread only: the label caches and the last cache counts are plain fields.
@@ -23,6 +23,14 @@ public final class ProxyMetrics {
         case unusable
     }
 
+    /// Who the sidecar shook hands with, for `fleet_token_proxy_tls_handshakes_total{peer}`.
+    enum TLSPeer: String, CaseIterable {
+        /// Fleet Engine (HTTP/1.1 pool and HTTP/2 connections).
+        case upstream
+        /// The token provider.
+        case provider
+    }
+
     static let requestsTotal = "fleet_token_proxy_requests_total"
     static let requestDuration = "fleet_token_proxy_request_duration_seconds"
     static let cacheHits = "fleet_token_proxy_token_cache_hits_total"
@@ -34,6 +42,7 @@ public final class ProxyMetrics {
     static let openConnections = "fleet_token_proxy_open_connections"
     static let bufferedBytes = "fleet_token_proxy_buffered_bytes"
     static let bufferedBytesLimit = "fleet_token_proxy_buffered_bytes_limit"
+    static let tlsHandshakes = "fleet_token_proxy_tls_handshakes_total"
 
     public let isEnabled: Bool
     private let registry: PrometheusCollectorRegistry?
@@ -47,6 +56,11 @@ public final class ProxyMetrics {
     private var callTimers: [String: CoreMetrics.Timer] = [:]
     private var providerCounters: [ProviderOutcome: Counter] = [:]
     private var providerTimer: CoreMetrics.Timer?
+    private struct HandshakeLabels: Hashable {
+        var peer: TLSPeer
+        var resumed: Bool
+    }
+    private var handshakeCounters: [HandshakeLabels: Counter] = [:]
     private var hits: Counter?
     private var misses: Counter?
     private var coalescedFetches: Counter?
@@ -79,6 +93,13 @@ public final class ProxyMetrics {
         buffered = Gauge(label: Self.bufferedBytes, factory: factory)
         bufferedLimit = Gauge(label: Self.bufferedBytesLimit, factory: factory)
         providerTimer = CoreMetrics.Timer(label: Self.providerDuration, factory: factory)
+        // Four series, there from the start so that a rate over them needs no first handshake.
+        for peer in TLSPeer.allCases {
+            for resumed in [false, true] {
+                handshakeCounters[HandshakeLabels(peer: peer, resumed: resumed)] = Counter(
+                    label: Self.tlsHandshakes, dimensions: [("peer", peer.rawValue), ("resumed", String(resumed))], factory: factory)
+            }
+        }
         entities?.record(0)
         connections?.record(0)
     }
@@ -148,6 +169,12 @@ public final class ProxyMetrics {
         }
         counter.increment()
         providerTimer?.recordSeconds(max(0, seconds))
+    }
+
+    /// One client TLS handshake finished towards `peer`: `resumed` when the peer took the
+    /// session offered (docs/CONTRACT.md §7), else a full handshake.
+    func tlsHandshakeFinished(peer: TLSPeer, resumed: Bool) {
+        handshakeCounters[HandshakeLabels(peer: peer, resumed: resumed)]?.increment()
     }
 
     /// The outcome label for a fetch result.

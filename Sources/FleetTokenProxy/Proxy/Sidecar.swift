@@ -27,19 +27,24 @@ public final class Sidecar {
         self.configuration = configuration
         self.loop = loop
         self.logger = logger
+        // Metrics cost a little on every call; without an admin listener nobody can read them.
+        let metrics = configuration.adminListen != nil ? ProxyMetrics.bootstrapped() : ProxyMetrics()
+        self.metrics = metrics
         // One trust store per source of CAs, shared by the contexts that use it: the system
         // store is parsed once, not once per context, and here rather than on the event loop
         // when the first call needs it.
         let systemTrust = TrustStore.system()
         let upstreamTrust = configuration.upstream.scheme == .https
             ? try TrustStore.file(configuration.upstreamCAFile, or: systemTrust) : nil
-        let upstreamTLS = upstreamTrust.map { TLSContext.client(trust: $0) }
+        let upstreamTLS = upstreamTrust.map {
+            TLSContext.client(trust: $0) { metrics.tlsHandshakeFinished(peer: .upstream, resumed: $0) }
+        }
         let providerTrust = configuration.providerURL?.scheme == .https
             ? try TrustStore.file(configuration.providerCAFile, or: systemTrust) : nil
-        let providerTLS = providerTrust.map { TLSContext.client(trust: $0) }
+        let providerTLS = providerTrust.map {
+            TLSContext.client(trust: $0) { metrics.tlsHandshakeFinished(peer: .provider, resumed: $0) }
+        }
         if upstreamTrust === systemTrust || providerTrust === systemTrust { try systemTrust.load() }
-        // Metrics cost a little on every call; without an admin listener nobody can read them.
-        metrics = configuration.adminListen != nil ? ProxyMetrics.bootstrapped() : ProxyMetrics()
         let plan = try configuration.tokenSources()
         var providerClient: ProviderClient?
         if plan.usesProvider, let template = configuration.providerURL {
@@ -87,7 +92,9 @@ public final class Sidecar {
         let upstream = HTTP1UpstreamPool(loop: loop, origin: Origin(configuration.upstream), tls: upstreamTLS,
                                       maxConnections: 256, logger: logger)
         // HTTP/2 upstream: TLS must agree on "h2" by ALPN; http:// speaks h2c with prior knowledge.
-        let upstreamH2TLS = upstreamTrust.map { TLSContext.client(trust: $0, alpn: ["h2"]) }
+        let upstreamH2TLS = upstreamTrust.map {
+            TLSContext.client(trust: $0, alpn: ["h2"]) { metrics.tlsHandshakeFinished(peer: .upstream, resumed: $0) }
+        }
         let upstreamH2 = HTTP2UpstreamPool(loop: loop, origin: Origin(configuration.upstream), tls: upstreamH2TLS, logger: logger)
         core = ProxyCore(loop: loop, cache: cache, upstream: upstream, upstreamH2: upstreamH2, limits: configuration.limits,
                          clock: clock, logger: logger,
