@@ -70,6 +70,8 @@ public final class Sidecar {
                     metrics.observeBufferBudget(used: core.bufferBudget.used, limit: core.bufferBudget.limit)
                 }))
         }
+        // The library's own version may not show the HTTP/2 fixes the sidecar relies on.
+        if let warning = H2LibraryVersion.running().warning { logger.warning("\(warning)") }
     }
 
     /// Binds the configured listener (and the admin listener); returns the bound address (real
