@@ -719,6 +719,47 @@ def test_ping_flood_from_a_client_that_never_reads_is_cut(sidecar, new_id):
     assert_serves(sidecar, new_id)
 
 
+MAX_CONTINUATIONS = 8  # H2Limits.maxContinuations
+
+
+def _block_in_frames(connection: h2_raw.H2Connection, frames: int) -> bytes:
+    """A gRPC request head split over HEADERS and `frames - 1` CONTINUATIONs (HPACK allows a
+    block to be cut anywhere)."""
+    block = b"".join(h2_raw.hpack_literal(n, v) for n, v in connection.grpc_headers(GET_VEHICLE))
+    size = -(-len(block) // frames)
+    pieces = [block[i * size:(i + 1) * size] for i in range(frames)]
+    assert all(pieces), "the block is too small to cut that often"
+    out = h2_raw.frame(h2_raw.HEADERS, 0, 1, pieces[0])
+    for i, piece in enumerate(pieces[1:], start=2):
+        out += h2_raw.frame(h2_raw.CONTINUATION, h2_raw.END_HEADERS if i == frames else 0, 1, piece)
+    return out
+
+
+def test_header_block_with_the_most_continuations_allowed_is_served(sidecar, fleet_engine, new_id):
+    vehicle = Entity(PROVIDER_ID, VEHICLE, new_id())
+    connection = h2_raw.H2Connection(sidecar.address)
+    try:
+        connection.send(_block_in_frames(connection, 1 + MAX_CONTINUATIONS)
+                        + h2_raw.frame(h2_raw.DATA, h2_raw.END_STREAM, 1, get_vehicle_message(vehicle)))
+        status = grpc_status(connection, 1, timeout=10)
+    finally:
+        connection.close()
+    assert status == 0, status
+
+
+def test_header_block_with_one_continuation_too_many_ends_the_connection(sidecar, new_id):
+    connection = h2_raw.H2Connection(sidecar.address)
+    try:
+        connection.send(_block_in_frames(connection, 2 + MAX_CONTINUATIONS))
+        with pytest.raises(h2_raw.ConnectionClosed):
+            while connection.read_frame(time.monotonic() + 5) is not None:
+                pass
+            pytest.fail("the connection is still open")
+    finally:
+        connection.close()
+    assert_serves(sidecar, new_id)
+
+
 def _headers_then_reset(connection: h2_raw.H2Connection, streams: range) -> bytes:
     block = b"".join(h2_raw.hpack_literal(n, v) for n, v in connection.grpc_headers(GET_VEHICLE))
     return b"".join(h2_raw.frame(h2_raw.HEADERS, h2_raw.END_HEADERS, 2 * i + 1, block)
