@@ -651,12 +651,12 @@ def test_continuation_flood_is_cut(sidecar, new_id):
     assert_serves(sidecar, new_id)
 
 
-
 # -- the limits H2Limits sets explicitly (Sources/FleetTokenProxy/HTTP2/H2Limits.swift) ---------
 
 ENHANCE_YOUR_CALM = 0xB
 MAX_SETTINGS_ENTRIES = 32  # H2Limits.maxSettingsEntries
 RESET_BURST = 200  # H2Limits.streamResetBurst
+MAX_CONTINUATIONS = 8  # H2Limits.maxContinuations
 
 
 def _settings(entries: int) -> bytes:
@@ -717,9 +717,6 @@ def test_ping_flood_from_a_client_that_never_reads_is_cut(sidecar, new_id):
     assert sent < 32 * MIB, f"the connection ended only after {sent} bytes of PINGs"
     assert rss_bytes(sidecar.process.pid) - before < 20 * MIB
     assert_serves(sidecar, new_id)
-
-
-MAX_CONTINUATIONS = 8  # H2Limits.maxContinuations
 
 
 def _block_in_frames(connection: h2_raw.H2Connection, frames: int) -> bytes:
