@@ -70,8 +70,6 @@ public final class Sidecar {
                     metrics.observeBufferBudget(used: core.bufferBudget.used, limit: core.bufferBudget.limit)
                 }))
         }
-        // The library's own version may not show the HTTP/2 fixes the sidecar relies on.
-        if let warning = H2LibraryVersion.running().warning { logger.warning("\(warning)") }
     }
 
     /// Binds the configured listener (and the admin listener); returns the bound address (real
@@ -83,6 +81,7 @@ public final class Sidecar {
             "address": "\(bound)", "upstream": "\(configuration.upstream)", "provider": "\(configuration.providerURL)",
         ]
         metadata["admin"] = try startAdmin().map { "\($0)" }
+        warnAboutTheHTTP2Library()
         logger.notice("listening", metadata: metadata)
         return bound
     }
@@ -105,8 +104,15 @@ public final class Sidecar {
             "upstream": "\(configuration.upstream)", "provider": "\(configuration.providerURL)",
         ]
         metadata["admin"] = try startAdmin().map { "\($0)" }
+        warnAboutTheHTTP2Library()
         logger.notice("listening", metadata: metadata)
         return bound
+    }
+
+    /// Once serving (a start that fails prints only its reason): the loaded nghttp2's own
+    /// version may not show the HTTP/2 fixes the sidecar relies on (`H2LibraryVersion`).
+    private func warnAboutTheHTTP2Library() {
+        if let warning = H2LibraryVersion.running().warning { logger.warning("\(warning)") }
     }
 
     /// Binds the admin listener, if configured; returns its address.
