@@ -12,9 +12,9 @@ struct H2Limits {
     /// client waits for its PING's ACK; nghttp2's 1000 would let each of 4096 connections keep a
     /// thousand queued frames.
     var maxOutboundAcks = 100
-    /// The largest header block sent (HPACK worst case). What the sidecar sends is a block it
-    /// accepted under `H2Session.maxHeaderListBytes` (64 KiB at most, which counts 32 bytes a
-    /// field, more than this bound) plus its own `authorization`: past this it is a defect.
+    /// The largest header block sent, as nghttp2's HPACK worst case counts it. The sidecar sends
+    /// only blocks it accepted under `H2Session.maxHeaderListBytes` (64 KiB at most, counting 32
+    /// bytes a field where this counts 11) plus its own `authorization`: past this is a defect.
     var maxSendHeaderBlockBytes = 64 * 1024
     /// HPACK encoder table: a peer announcing a larger SETTINGS_HEADER_TABLE_SIZE does not make
     /// the sidecar keep more than RFC 9113's default per connection.
