@@ -14,7 +14,7 @@ struct H2Limits {
     var maxOutboundAcks = 100
     /// The largest header block sent, as nghttp2's HPACK worst case counts it. The sidecar sends
     /// only blocks it accepted under `H2Session.maxHeaderListBytes` (64 KiB at most, counting 32
-    /// bytes a field where this counts 11) plus its own `authorization`: past this is a defect.
+    /// bytes a field where this counts 12) plus its own `authorization`: past this is a defect.
     var maxSendHeaderBlockBytes = 64 * 1024
     /// HPACK encoder table: a peer announcing a larger SETTINGS_HEADER_TABLE_SIZE does not make
     /// the sidecar keep more than RFC 9113's default per connection.
