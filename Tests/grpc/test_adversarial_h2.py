@@ -651,6 +651,151 @@ def test_continuation_flood_is_cut(sidecar, new_id):
     assert_serves(sidecar, new_id)
 
 
+# -- the limits H2Limits sets explicitly (Sources/FleetTokenProxy/HTTP2/H2Limits.swift) ---------
+
+ENHANCE_YOUR_CALM = 0xB
+MAX_SETTINGS_ENTRIES = 32  # H2Limits.maxSettingsEntries
+RESET_BURST = 200  # H2Limits.streamResetBurst
+MAX_CONTINUATIONS = 8  # H2Limits.maxContinuations
+
+
+def _settings(entries: int) -> bytes:
+    """One SETTINGS frame of `entries` entries, all of an id no one defines (ignored, but counted)."""
+    return h2_raw.frame(h2_raw.SETTINGS, 0, 0, b"".join(struct.pack(">HI", 0x7F00 + i, i) for i in range(entries)))
+
+
+def test_settings_frame_at_the_entry_limit_is_acknowledged(sidecar, new_id):
+    connection = h2_raw.H2Connection(sidecar.address)
+    try:
+        connection.send(_settings(MAX_SETTINGS_ENTRIES))
+        deadline = time.monotonic() + 5
+        # One ACK for the client's first (empty) SETTINGS, one for this.
+        while sum(1 for f in connection.frames if f.type == h2_raw.SETTINGS and f.flags & h2_raw.ACK) < 2:
+            assert connection.read_frame(deadline) is not None, [(f.type, f.flags) for f in connection.frames]
+        assert connection.wait_for(lambda f: f.type == h2_raw.GOAWAY, timeout=0.5) is None
+    finally:
+        connection.close()
+    assert_serves(sidecar, new_id)
+
+
+def test_settings_frame_past_the_entry_limit_ends_the_connection_calmly(sidecar, new_id):
+    connection = h2_raw.H2Connection(sidecar.address)
+    try:
+        connection.send(_settings(MAX_SETTINGS_ENTRIES + 1))
+        goaway = connection.wait_for(lambda f: f.type == h2_raw.GOAWAY, timeout=5)
+    finally:
+        connection.close()
+    assert goaway is not None, "no GOAWAY"
+    assert goaway.error_code == ENHANCE_YOUR_CALM, goaway.error_code
+    assert_serves(sidecar, new_id)
+
+
+def test_ping_flood_from_a_client_that_never_reads_is_cut(sidecar, new_id):
+    """PINGs whose ACKs the client never reads: once the socket and the sidecar's 256 KiB of
+    output are full, ACKs queue in nghttp2, and past H2Limits.maxOutboundAcks the connection
+    ends, with the sidecar's memory bounded."""
+    before = rss_bytes(sidecar.process.pid)
+    host, port = sidecar.address.rsplit(":", 1)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connect: a small window
+    sock.settimeout(10)
+    sock.connect((host, int(port)))
+    pings = b"".join(h2_raw.frame(h2_raw.PING, 0, 0, struct.pack(">Q", i)) for i in range(4096))
+    sent, cut = 0, False
+    try:
+        sock.sendall(h2_raw.PREFACE + h2_raw.frame(h2_raw.SETTINGS, 0, 0))
+        while sent < 64 * MIB:
+            sock.sendall(pings)
+            sent += len(pings)
+    except (ConnectionResetError, BrokenPipeError):
+        cut = True
+    except socket.timeout:
+        pass  # the sidecar stopped reading: reported below
+    finally:
+        sock.close()
+    assert cut, f"{sent} bytes of PINGs were taken without the connection ending"
+    assert sent < 32 * MIB, f"the connection ended only after {sent} bytes of PINGs"
+    assert rss_bytes(sidecar.process.pid) - before < 20 * MIB
+    assert_serves(sidecar, new_id)
+
+
+def _block_in_frames(connection: h2_raw.H2Connection, frames: int) -> bytes:
+    """A gRPC request head split over HEADERS and `frames - 1` CONTINUATIONs (HPACK allows a
+    block to be cut anywhere)."""
+    block = b"".join(h2_raw.hpack_literal(n, v) for n, v in connection.grpc_headers(GET_VEHICLE))
+    size = -(-len(block) // frames)
+    pieces = [block[i * size:(i + 1) * size] for i in range(frames)]
+    assert all(pieces), "the block is too small to cut that often"
+    out = h2_raw.frame(h2_raw.HEADERS, 0, 1, pieces[0])
+    for i, piece in enumerate(pieces[1:], start=2):
+        out += h2_raw.frame(h2_raw.CONTINUATION, h2_raw.END_HEADERS if i == frames else 0, 1, piece)
+    return out
+
+
+def test_header_block_with_the_most_continuations_allowed_is_served(sidecar, fleet_engine, new_id):
+    vehicle = Entity(PROVIDER_ID, VEHICLE, new_id())
+    connection = h2_raw.H2Connection(sidecar.address)
+    try:
+        connection.send(_block_in_frames(connection, 1 + MAX_CONTINUATIONS)
+                        + h2_raw.frame(h2_raw.DATA, h2_raw.END_STREAM, 1, get_vehicle_message(vehicle)))
+        status = grpc_status(connection, 1, timeout=10)
+    finally:
+        connection.close()
+    assert status == 0, status
+
+
+def test_header_block_with_one_continuation_too_many_ends_the_connection(sidecar, new_id):
+    connection = h2_raw.H2Connection(sidecar.address)
+    try:
+        connection.send(_block_in_frames(connection, 2 + MAX_CONTINUATIONS))
+        with pytest.raises(h2_raw.ConnectionClosed):
+            while connection.read_frame(time.monotonic() + 5) is not None:
+                pass
+            pytest.fail("the connection is still open")
+    finally:
+        connection.close()
+    assert_serves(sidecar, new_id)
+
+
+def _headers_then_reset(connection: h2_raw.H2Connection, streams: range) -> bytes:
+    block = b"".join(h2_raw.hpack_literal(n, v) for n, v in connection.grpc_headers(GET_VEHICLE))
+    return b"".join(h2_raw.frame(h2_raw.HEADERS, h2_raw.END_HEADERS, 2 * i + 1, block)
+                    + h2_raw.frame(h2_raw.RST_STREAM, 0, 2 * i + 1, struct.pack(">I", h2_raw.CANCEL)) for i in streams)
+
+
+def test_resets_within_the_burst_leave_the_connection_serving(sidecar, fleet_engine, new_id):
+    vehicle = Entity(PROVIDER_ID, VEHICLE, new_id())
+    connection = h2_raw.H2Connection(sidecar.address)
+    try:
+        connection.send(_headers_then_reset(connection, range(RESET_BURST - 20)))
+        stream_id = 2 * RESET_BURST + 1
+        connection.send_request(stream_id, connection.grpc_headers(GET_VEHICLE), get_vehicle_message(vehicle))
+        status = grpc_status(connection, stream_id, timeout=10)
+        goaway = connection.wait_for(lambda f: f.type == h2_raw.GOAWAY, timeout=0)
+    finally:
+        connection.close()
+    assert goaway is None, goaway.error_code
+    assert status == 0, status
+
+
+def test_resets_past_the_burst_get_goaway(sidecar, new_id):
+    """A rapid reset (CVE-2023-44487): HEADERS then RST_STREAM, faster than H2Limits allows."""
+    connection = h2_raw.H2Connection(sidecar.address)
+    try:
+        try:
+            connection.send(_headers_then_reset(connection, range(RESET_BURST + 50)))
+        except OSError:
+            pass
+        goaway = connection.wait_for(lambda f: f.type == h2_raw.GOAWAY, timeout=5)
+    finally:
+        connection.close()
+    assert goaway is not None, "no GOAWAY"
+    assert goaway.error_code == h2_raw.INTERNAL_ERROR, goaway.error_code
+    last_stream = struct.unpack(">I", goaway.payload[:4])[0] & 0x7FFFFFFF
+    assert last_stream <= 2 * (RESET_BURST + 50) + 1, last_stream
+    assert_serves(sidecar, new_id)
+
+
 # -- first-message edge cases ----------------------------------------------------------------
 
 

@@ -61,8 +61,9 @@ final class H2Session {
     /// instead of one per frame).
     private let staging = EventBuffer()
 
-    /// Creates a session; `isServer` picks the side. Automatic WINDOW_UPDATEs are off: credit is
-    /// returned with `consume` once bytes have been passed on, so a slow peer slows the other.
+    /// Creates a session; `isServer` picks the side, with the abuse limits of `H2Limits`.
+    /// Automatic WINDOW_UPDATEs are off: credit is returned with `consume` once bytes have been
+    /// passed on, so a slow peer slows the other.
     init(isServer: Bool, transport: Transport, delegate: H2SessionDelegate, outputHighWater: Int = 256 * 1024,
          maxHeaderListBytes: Int = 64 * 1024, maxHeaderCount: Int = 1000) throws(H2Error) {
         self.transport = transport
@@ -78,6 +79,7 @@ final class H2Session {
         nghttp2_option_new(&option)
         defer { nghttp2_option_del(option) }
         nghttp2_option_set_no_auto_window_update(option, 1)
+        H2Limits().apply(to: option!)
         // Unretained: the owner keeps this session alive until close(), which deletes it.
         let context = Unmanaged.passUnretained(self).toOpaque()
         var s: OpaquePointer?

@@ -124,6 +124,7 @@ public final class Sidecar {
             "address": "\(bound)", "upstream": "\(configuration.upstream)", "provider": "\(configuration.providerURL.map { "\($0)" } ?? "none")",
         ]
         metadata["admin"] = try startAdmin().map { "\($0)" }
+        warnAboutTheHTTP2Library()
         logger.notice("listening", metadata: metadata)
         return bound
     }
@@ -146,8 +147,15 @@ public final class Sidecar {
             "upstream": "\(configuration.upstream)", "provider": "\(configuration.providerURL.map { "\($0)" } ?? "none")",
         ]
         metadata["admin"] = try startAdmin().map { "\($0)" }
+        warnAboutTheHTTP2Library()
         logger.notice("listening", metadata: metadata)
         return bound
+    }
+
+    /// Once serving (a start that fails prints only its reason): the loaded nghttp2's own
+    /// version may not show the HTTP/2 fixes the sidecar relies on (`H2LibraryVersion`).
+    private func warnAboutTheHTTP2Library() {
+        if let warning = H2LibraryVersion.running().warning { logger.warning("\(warning)") }
     }
 
     /// Binds the admin listener, if configured; returns its address.
