@@ -16,47 +16,47 @@ import Logging
 /// the run. With `signWithKeyFile` there is no provider: the sidecar signs every token with a
 /// throwaway service-account key file (`--signer key-file:`, docs/CONTRACT.md §4a), and the
 /// stand-in Fleet Engine trusts that account's key alone.
-public struct DemoOptions: Sendable {
-    public var vehicles = 200
-    public var trips = 30
-    public var tasks = 30
+package struct DemoOptions: Sendable {
+    package var vehicles = 200
+    package var trips = 30
+    package var tasks = 30
     /// Seconds of steady load after the cold start.
-    public var duration: Double = 15
+    package var duration: Double = 15
     /// Lifetime of the tokens the stand-in provider mints, or the sidecar signs (at least 60 s then).
-    public var tokenLifetime: Double = 12
+    package var tokenLifetime: Double = 12
     /// Sign tokens in the sidecar with a key file instead of asking a stand-in provider.
-    public var signWithKeyFile = false
+    package var signWithKeyFile = false
     /// Client connections to the sidecar.
-    public var connections = 32
+    package var connections = 32
     /// Seconds between two location updates of one vehicle.
-    public var updateInterval: Double = 1
-    public init() {}
+    package var updateInterval: Double = 1
+    package init() {}
 }
 
 /// What a demo run measured.
-public struct DemoSummary: Sendable {
-    public var calls = 0
-    public var answeredOK = 0
-    public var failedCalls = 0
-    public var rejectedByFleetEngine = 0
-    public var acceptedByFleetEngine = 0
-    public var cacheHits = 0
-    public var cacheMisses = 0
-    public var coalesced = 0
+package struct DemoSummary: Sendable {
+    package var calls = 0
+    package var answeredOK = 0
+    package var failedCalls = 0
+    package var rejectedByFleetEngine = 0
+    package var acceptedByFleetEngine = 0
+    package var cacheHits = 0
+    package var cacheMisses = 0
+    package var coalesced = 0
     /// Tokens the provider minted, or the sidecar signed with the key file.
-    public var providerCalls = 0
-    public var signedLocally = false
-    public var entities = 0
-    public var maxProviderCallsForOneEntity = 0
-    public var statusCounts: [Int: Int] = [:]
+    package var providerCalls = 0
+    package var signedLocally = false
+    package var entities = 0
+    package var maxProviderCallsForOneEntity = 0
+    package var statusCounts: [Int: Int] = [:]
 
-    public var cacheHitRate: Double {
+    package var cacheHitRate: Double {
         let total = cacheHits + cacheMisses
         return total == 0 ? 0 : Double(cacheHits) / Double(total)
     }
 }
 
-public final class DemoRun {
+package final class DemoRun {
     private let options: DemoOptions
     private let output: (String) -> Void
     private let loop: EventLoop
@@ -74,14 +74,14 @@ public final class DemoRun {
     private var stopping = false
     private var startedAt = 0.0
 
-    public init(options: DemoOptions, output: @escaping (String) -> Void) throws {
+    package init(options: DemoOptions, output: @escaping (String) -> Void) throws {
         self.options = options
         self.output = output
         loop = try EventLoop()
     }
 
     /// Runs the demo to the end; returns the summary.
-    public func run() throws -> DemoSummary {
+    package func run() throws -> DemoSummary {
         let logger = LogSetup.makeLogger(level: .warning, label: "demo")
         let tokenSource: String
         let tokenCheck: FleetEngineTokenCheck
@@ -259,7 +259,7 @@ public final class DemoRun {
     }
 
     /// The summary as a person reads it.
-    public static func describe(_ s: DemoSummary, options: DemoOptions) -> [String] {
+    package static func describe(_ s: DemoSummary, options: DemoOptions) -> [String] {
         let perEntity = s.entities == 0 ? 0 : Double(s.providerCalls) / Double(s.entities)
         var lines = [
             "",

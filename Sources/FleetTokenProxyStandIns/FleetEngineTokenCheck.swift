@@ -3,9 +3,9 @@ import FleetTokenProxy
 /// How the stand-in Fleet Engine judges a call's token: the checks Fleet Engine makes (docs/CONTRACT.md §2),
 /// in the order it makes them, so a sidecar that attaches a wrong, stale or foreign token is
 /// caught on loopback the way production would catch it.
-public struct FleetEngineTokenCheck: Sendable {
+package struct FleetEngineTokenCheck: Sendable {
     /// Why a token was refused. The raw value is the key in the stand-in's statistics.
-    public enum Reason: String, Sendable, CaseIterable {
+    package enum Reason: String, Sendable, CaseIterable {
         case missingToken = "missing_token"
         /// More than one `Authorization` header: a proxy that added one instead of replacing it.
         case multipleAuthorizationHeaders = "multiple_authorization_headers"
@@ -26,23 +26,23 @@ public struct FleetEngineTokenCheck: Sendable {
         case entityNotCovered = "entity_not_covered"
 
         /// 401 when the token itself is unusable, 403 when it is good but not for this call.
-        public var httpStatus: Int {
+        package var httpStatus: Int {
             switch self {
             case .wrongProject, .entityNotCovered: return 403
             default: return 401
             }
         }
 
-        public var statusName: String { httpStatus == 403 ? "PERMISSION_DENIED" : "UNAUTHENTICATED" }
+        package var statusName: String { httpStatus == 403 ? "PERMISSION_DENIED" : "UNAUTHENTICATED" }
     }
 
     /// The outcome for one call.
-    public enum Verdict: Sendable, Equatable {
+    package enum Verdict: Sendable, Equatable {
         case ok
         /// `detail` says what was wrong for a human; it never contains the token.
         case rejected(Reason, detail: String)
 
-        public var reason: Reason? {
+        package var reason: Reason? {
             if case .rejected(let reason, _) = self { return reason }
             return nil
         }
@@ -50,13 +50,13 @@ public struct FleetEngineTokenCheck: Sendable {
 
     /// A public key tokens may be signed with, as Google publishes a service account's keys
     /// (a JWKS per account): a token must name its `kid`, and `iss` must be its account.
-    public struct TrustedKey: Sendable {
+    package struct TrustedKey: Sendable {
         /// nil: the key signs for any account (the stand-in provider's key).
-        public var account: String?
-        public var keyID: String
-        public var publicKey: RSAPublicKey
+        package var account: String?
+        package var keyID: String
+        package var publicKey: RSAPublicKey
 
-        public init(account: String?, keyID: String, publicKey: RSAPublicKey) {
+        package init(account: String?, keyID: String, publicKey: RSAPublicKey) {
             self.account = account
             self.keyID = keyID
             self.publicKey = publicKey
@@ -64,21 +64,21 @@ public struct FleetEngineTokenCheck: Sendable {
     }
 
     /// Every key a token may be signed with; tests and `--jwks` add service accounts' keys.
-    public var trustedKeys: [TrustedKey]
+    package var trustedKeys: [TrustedKey]
     /// How far in the future `iat` may be (Fleet Engine tolerates about 10 minutes of skew).
-    public var allowedClockSkew: Double = 600
+    package var allowedClockSkew: Double = 600
 
     /// Trusts the token provider's one key, for any account.
-    public init(publicKey: RSAPublicKey, keyID: String) {
+    package init(publicKey: RSAPublicKey, keyID: String) {
         trustedKeys = [TrustedKey(account: nil, keyID: keyID, publicKey: publicKey)]
     }
 
-    public init(trustedKeys: [TrustedKey]) {
+    package init(trustedKeys: [TrustedKey]) {
         self.trustedKeys = trustedKeys
     }
 
     /// Judges the token in `headers` for a call about `entity` at wall-clock time `now`.
-    public func check(headers: HTTPHeaders, entity: EntityKey, now: Double) -> Verdict {
+    package func check(headers: HTTPHeaders, entity: EntityKey, now: Double) -> Verdict {
         let authorization = headers.values("Authorization")
         guard let header = authorization.first else { return .rejected(.missingToken, detail: "no Authorization header") }
         guard authorization.count == 1 else {
@@ -93,7 +93,7 @@ public struct FleetEngineTokenCheck: Sendable {
     }
 
     /// Judges a bare compact JWT.
-    public func check(token: String, entity: EntityKey, now: Double) -> Verdict {
+    package func check(token: String, entity: EntityKey, now: Double) -> Verdict {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { return .rejected(.malformedToken, detail: "a JWT has 3 parts, this has \(parts.count)") }
         guard let headerBytes = JWTMinter.Base64URL.decode(parts[0]),
@@ -162,7 +162,7 @@ public struct FleetEngineTokenCheck: Sendable {
 extension JWTMinter.AuthorizationClaim {
     /// Whether a token with this claim may act on `entity`. A fleet call needs a wildcard and
     /// no claim naming a single entity: a vehicle's token may not list every trip.
-    public func covers(_ entity: EntityKey) -> Bool {
+    package func covers(_ entity: EntityKey) -> Bool {
         func matches(_ value: String?) -> Bool { value == entity.id || value == "*" }
         switch entity.type {
         case .vehicle: return matches(vehicleID)

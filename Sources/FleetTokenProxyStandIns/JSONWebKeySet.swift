@@ -7,9 +7,9 @@ import Foundation
 
 /// RSA public keys as a JSON Web Key Set (RFC 7517 §5), the way Google publishes each service
 /// account's keys: the stand-in Fleet Engine's `--jwks` reads them, tests write them.
-public enum JSONWebKeySet {
+package enum JSONWebKeySet {
     /// `{"keys":[{"kty":"RSA","alg":"RS256","use":"sig","kid":…,"n":…,"e":…}]}`.
-    public static func text(for keyPairs: [RSAKeyPair]) throws -> String {
+    package static func text(for keyPairs: [RSAKeyPair]) throws -> String {
         let keys: [JSONish] = try keyPairs.map { pair in
             let numbers = try pair.publicNumbers()
             return .object([
@@ -22,7 +22,7 @@ public enum JSONWebKeySet {
 
     /// The RSA keys of a JWKS, trusted for `account` (nil: any account). Keys of another type
     /// are skipped, as a verifier skips keys it cannot use.
-    public static func trustedKeys(_ bytes: [UInt8], account: String?) throws -> [FleetEngineTokenCheck.TrustedKey] {
+    package static func trustedKeys(_ bytes: [UInt8], account: String?) throws -> [FleetEngineTokenCheck.TrustedKey] {
         guard case .object(let set)? = JSONish.parse(bytes), case .array(let keys)? = set["keys"] else {
             throw ConfigError("not a JSON Web Key Set ({\"keys\":[…]})")
         }
@@ -40,7 +40,7 @@ public enum JSONWebKeySet {
     /// The keys in `path`: one JWKS file, or a directory of them. A file named
     /// `ACCOUNT.json` (an address with `@`) holds that account's keys, trusted for it alone;
     /// any other file's keys sign for any account.
-    public static func trustedKeys(at path: String) throws -> [FleetEngineTokenCheck.TrustedKey] {
+    package static func trustedKeys(at path: String) throws -> [FleetEngineTokenCheck.TrustedKey] {
         guard FileManager.default.fileExists(atPath: path) else {
             throw ConfigError("--jwks \(path) does not exist")
         }

@@ -8,34 +8,34 @@ import FleetTokenProxy
 ///     claims.authorization = .init(for: otherVehicle)   // another entity's token
 ///     claims.audience = "https://example.com/"          // wrong audience
 ///     claims.expiresAt = claims.issuedAt + 7200         // exp too far ahead
-public struct JWTMinter: Sendable {
+package struct JWTMinter: Sendable {
     /// The `aud` Fleet Engine requires.
-    public static let fleetEngineAudience = "https://fleetengine.googleapis.com/"
+    package static let fleetEngineAudience = "https://fleetengine.googleapis.com/"
 
     /// The longest `exp − iat` Fleet Engine accepts.
-    public static let maximumLifetime = 3600
+    package static let maximumLifetime = 3600
 
-    public let keyPair: RSAKeyPair
+    package let keyPair: RSAKeyPair
     /// A signature put on every token instead of one computed over it. An RS256 signature costs
     /// about a millisecond of CPU, which would make a benchmark that mints 100k tokens measure
     /// the stand-in provider; with this the tokens keep their shape and length but no longer
     /// verify, so it is only for upstreams that check nothing (`stand-in provider --reuse-signature`).
-    public var reusedSignature: [UInt8]?
+    package var reusedSignature: [UInt8]?
 
-    public init(keyPair: RSAKeyPair) {
+    package init(keyPair: RSAKeyPair) {
         self.keyPair = keyPair
     }
 
     /// The service account the stand-ins sign as for a provider (Google Cloud project). Fleet
     /// Engine accepts only tokens of a service account of the project the call names, so the
     /// stand-in Fleet Engine reads the project back out of `iss`.
-    public static func serviceAccount(forProvider provider: String) -> String {
+    package static func serviceAccount(forProvider provider: String) -> String {
         "fleet-engine-stand-in@\(provider).iam.gserviceaccount.com"
     }
 
     /// The project a service account belongs to: `NAME@PROJECT.iam.gserviceaccount.com`; nil
     /// for an address of another shape.
-    public static func project(ofServiceAccount account: String) -> String? {
+    package static func project(ofServiceAccount account: String) -> String? {
         let suffix = ".iam.gserviceaccount.com"
         guard let at = account.firstIndex(of: "@"), account.hasSuffix(suffix) else { return nil }
         let project = account[account.index(after: at)...].dropLast(suffix.count)
@@ -44,15 +44,15 @@ public struct JWTMinter: Sendable {
 
     /// The `authorization` claim: which entities the token may act on. `"*"` means every entity
     /// of that kind.
-    public struct AuthorizationClaim: Sendable, Equatable {
-        public var vehicleID: String?
-        public var tripID: String?
-        public var deliveryVehicleID: String?
-        public var taskID: String?
-        public var taskIDs: [String]?
-        public var trackingID: String?
+    package struct AuthorizationClaim: Sendable, Equatable {
+        package var vehicleID: String?
+        package var tripID: String?
+        package var deliveryVehicleID: String?
+        package var taskID: String?
+        package var taskIDs: [String]?
+        package var trackingID: String?
 
-        public init(
+        package init(
             vehicleID: String? = nil, tripID: String? = nil, deliveryVehicleID: String? = nil,
             taskID: String? = nil, taskIDs: [String]? = nil, trackingID: String? = nil
         ) {
@@ -65,7 +65,7 @@ public struct JWTMinter: Sendable {
         }
 
         /// The claim an operator's provider issues for `entity`; the fleet gets `"*"` for every kind.
-        public init(for entity: EntityKey) {
+        package init(for entity: EntityKey) {
             self.init()
             switch entity.type {
             case .vehicle: vehicleID = entity.id
@@ -121,20 +121,20 @@ public struct JWTMinter: Sendable {
 
     /// Everything that goes into one token. The defaults from `init(for:issuedAt:lifetime:)`
     /// make a token Fleet Engine accepts for that entity; change a field to make one it refuses.
-    public struct Claims: Sendable {
+    package struct Claims: Sendable {
         /// `iss`, and `sub` unless `subject` is set.
-        public var serviceAccount: String
-        public var subject: String?
-        public var audience: String
+        package var serviceAccount: String
+        package var subject: String?
+        package var audience: String
         /// `iat`, epoch seconds.
-        public var issuedAt: Int
+        package var issuedAt: Int
         /// `exp`, epoch seconds; nil leaves the claim out.
-        public var expiresAt: Int?
-        public var authorization: AuthorizationClaim
+        package var expiresAt: Int?
+        package var authorization: AuthorizationClaim
 
         /// A valid token's claims: issued at `issuedAt` (wall clock, rounded down to the
         /// second) and valid for `lifetime` seconds, at least one.
-        public init(for entity: EntityKey, issuedAt: Double, lifetime: Double = 3600) {
+        package init(for entity: EntityKey, issuedAt: Double, lifetime: Double = 3600) {
             let issued = Int(issuedAt.rounded(.down))
             self.serviceAccount = JWTMinter.serviceAccount(forProvider: entity.provider)
             self.subject = nil
@@ -146,12 +146,12 @@ public struct JWTMinter: Sendable {
     }
 
     /// A valid token for `entity`, unless `lifetime` is over an hour.
-    public func mint(for entity: EntityKey, issuedAt: Double, lifetime: Double = 3600) throws -> String {
+    package func mint(for entity: EntityKey, issuedAt: Double, lifetime: Double = 3600) throws -> String {
         try mint(Claims(for: entity, issuedAt: issuedAt, lifetime: lifetime))
     }
 
     /// A compact JWS: base64url(header) . base64url(claims) . base64url(RS256 signature).
-    public func mint(_ claims: Claims) throws -> String {
+    package func mint(_ claims: Claims) throws -> String {
         let header: [String: JSONish] = ["alg": .string("RS256"), "typ": .string("JWT"), "kid": .string(keyPair.keyID)]
         var payload: [String: JSONish] = [
             "iss": .string(claims.serviceAccount),

@@ -2,13 +2,13 @@ import FleetTokenProxy
 import COpenSSL
 
 /// An OpenSSL call that failed, with the text OpenSSL put on its error queue.
-public struct RSAKeyError: Error, Sendable, CustomStringConvertible {
+package struct RSAKeyError: Error, Sendable, CustomStringConvertible {
     /// What this code was doing, e.g. "reading a private key".
-    public let operation: String
+    package let operation: String
     /// OpenSSL's error queue at the time, oldest first (may be empty).
-    public let openSSLErrors: [String]
+    package let openSSLErrors: [String]
 
-    public var description: String {
+    package var description: String {
         openSSLErrors.isEmpty ? operation : "\(operation): \(openSSLErrors.joined(separator: "; "))"
     }
 
@@ -33,19 +33,19 @@ public struct RSAKeyError: Error, Sendable, CustomStringConvertible {
 /// `@unchecked Sendable`: every stored property is a `let` set in `init`, the `EVP_PKEY` is only
 /// read afterwards, and OpenSSL 3 allows one key to be used for signing from several threads at
 /// once because each `sign` call has its own `EVP_MD_CTX`.
-public final class RSAKeyPair: @unchecked Sendable {
+package final class RSAKeyPair: @unchecked Sendable {
     private let key: OpaquePointer
     /// The key id a JWT names in its `kid` header: hex of 8 random bytes unless given.
-    public let keyID: String
+    package let keyID: String
     /// SubjectPublicKeyInfo PEM (`-----BEGIN PUBLIC KEY-----`).
-    public let publicKeyPEM: String
+    package let publicKeyPEM: String
     /// The matching verifier.
-    public let publicKey: RSAPublicKey
+    package let publicKey: RSAPublicKey
     /// Signs: the sidecar's own RS256 signer, over the same key.
     private let signer: RSASigningKey
 
     /// A fresh key. RS256 needs at least 2048 bits (RFC 7518 §3.3).
-    public static func generate(bits: Int = 2048) throws -> RSAKeyPair {
+    package static func generate(bits: Int = 2048) throws -> RSAKeyPair {
         guard bits >= 2048, bits <= 16384 else {
             throw RSAKeyError(operation: "RS256 needs an RSA key of 2048 to 16384 bits, not \(bits)", openSSLErrors: [])
         }
@@ -66,7 +66,7 @@ public final class RSAKeyPair: @unchecked Sendable {
     }
 
     /// A key read from PEM (PKCS#8 or PKCS#1). `keyID` defaults to a random one.
-    public convenience init(privateKeyPEM: String, keyID: String? = nil) throws {
+    package convenience init(privateKeyPEM: String, keyID: String? = nil) throws {
         ERR_clear_error()
         let key = try RSAKeyPair.MemoryBIO.reading(privateKeyPEM) { bio in PEM_read_bio_PrivateKey(bio, nil, nil, nil) }
         guard let key else { throw RSAKeyError.drainingQueue("reading an RSA private key from PEM") }
@@ -98,20 +98,20 @@ public final class RSAKeyPair: @unchecked Sendable {
     deinit { EVP_PKEY_free(key) }
 
     /// The private key as PKCS#8 PEM, for handing to another process.
-    public func privateKeyPEM() throws -> String {
+    package func privateKeyPEM() throws -> String {
         try RSAKeyPair.MemoryBIO.writing("writing the private key as PEM") { bio in
             PEM_write_bio_PrivateKey(bio, key, nil, nil, 0, nil, nil)
         }
     }
 
     /// RS256 signature of `data`.
-    public func sign(_ data: [UInt8]) throws -> [UInt8] {
+    package func sign(_ data: [UInt8]) throws -> [UInt8] {
         try signer.sign(data)
     }
 
     /// The public key's modulus and exponent, big-endian without leading zeros: the `n` and
     /// `e` of a JSON Web Key (RFC 7518 §6.3.1).
-    public func publicNumbers() throws -> (modulus: [UInt8], exponent: [UInt8]) {
+    package func publicNumbers() throws -> (modulus: [UInt8], exponent: [UInt8]) {
         func number(_ name: String) throws -> [UInt8] {
             var bignum: OpaquePointer?
             guard EVP_PKEY_get_bn_param(key, name, &bignum) == 1, let bignum else {
@@ -139,11 +139,11 @@ public final class RSAKeyPair: @unchecked Sendable {
 ///
 /// `@unchecked Sendable`: the `EVP_PKEY` is set once in `init` and only read afterwards; each
 /// `verify` call has its own `EVP_MD_CTX`.
-public final class RSAPublicKey: @unchecked Sendable {
+package final class RSAPublicKey: @unchecked Sendable {
     private let key: OpaquePointer
 
     /// A key from SubjectPublicKeyInfo PEM (`-----BEGIN PUBLIC KEY-----`).
-    public init(pem: String) throws {
+    package init(pem: String) throws {
         ERR_clear_error()
         let key = try RSAKeyPair.MemoryBIO.reading(pem) { bio in PEM_read_bio_PUBKEY(bio, nil, nil, nil) }
         guard let key else { throw RSAKeyError.drainingQueue("reading an RSA public key from PEM") }
@@ -155,7 +155,7 @@ public final class RSAPublicKey: @unchecked Sendable {
     }
 
     /// A key from its modulus and exponent (big-endian), as a JSON Web Key gives them.
-    public init(modulus: [UInt8], exponent: [UInt8]) throws {
+    package init(modulus: [UInt8], exponent: [UInt8]) throws {
         ERR_clear_error()
         guard !modulus.isEmpty, !exponent.isEmpty,
               let n = BN_bin2bn(modulus, Int32(modulus.count), nil) else {
@@ -191,7 +191,7 @@ public final class RSAPublicKey: @unchecked Sendable {
     deinit { EVP_PKEY_free(key) }
 
     /// Whether `signature` is a valid RS256 signature of `data` by this key.
-    public func verify(_ data: [UInt8], signature: [UInt8]) -> Bool {
+    package func verify(_ data: [UInt8], signature: [UInt8]) -> Bool {
         guard let context = EVP_MD_CTX_new() else { return false }
         defer {
             EVP_MD_CTX_free(context)

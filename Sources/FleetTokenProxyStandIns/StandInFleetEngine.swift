@@ -1,19 +1,19 @@
 import FleetTokenProxy
 
 /// What the stand-in Fleet Engine has seen since it was created.
-public struct StandInFleetEngineStatistics: Sendable, Equatable {
+package struct StandInFleetEngineStatistics: Sendable, Equatable {
     /// Calls answered 200.
-    public var accepted = 0
+    package var accepted = 0
     /// Calls refused: unroutable, or the token failed a check.
-    public var rejected = 0
+    package var rejected = 0
     /// Refusals by `FleetEngineTokenCheck.Reason` raw value, or `"unroutable"`.
-    public var rejectionsByReason: [String: Int] = [:]
+    package var rejectionsByReason: [String: Int] = [:]
     /// Every routable call, accepted or not, by the type of its entity.
-    public var callsByEntityType: [EntityType: Int] = [:]
+    package var callsByEntityType: [EntityType: Int] = [:]
     /// Accepted calls by entity.
-    public var acceptedByEntity: [EntityKey: Int] = [:]
+    package var acceptedByEntity: [EntityKey: Int] = [:]
 
-    public init() {}
+    package init() {}
 }
 
 /// A loopback Fleet Engine for the demo, the integration tests and the benchmark: it works out
@@ -22,26 +22,26 @@ public struct StandInFleetEngineStatistics: Sendable, Equatable {
 /// JSON. It never echoes a token, in a body or a message.
 ///
 /// Loop-bound: call `handler` and read `statistics` on one thread.
-public final class StandInFleetEngine {
+package final class StandInFleetEngine {
     /// The response header that carries the request body's length, so tests can see bodies
     /// were relayed whole.
-    public static let requestBytesHeader = "x-standin-request-bytes"
+    package static let requestBytesHeader = "x-standin-request-bytes"
     /// Exactly what a `/v1/providers/{p}/vehicles/big-…` call answers with.
-    public static let bigResponseSize = 1 << 20
+    package static let bigResponseSize = 1 << 20
 
-    public private(set) var statistics = StandInFleetEngineStatistics()
+    package private(set) var statistics = StandInFleetEngineStatistics()
     /// The token check; tests may widen or narrow `allowedClockSkew`.
-    public var tokenCheck: FleetEngineTokenCheck
+    package var tokenCheck: FleetEngineTokenCheck
     /// Sees every request as it arrived (the token included): for tests that check what was
     /// relayed. Never log what it is given.
-    public var requestObserver: ((HTTPRequest) -> Void)?
+    package var requestObserver: ((HTTPRequest) -> Void)?
     /// Answers this many of the next routable calls 401 `UNAUTHENTICATED`, whatever their
     /// token, as Fleet Engine answers a token revoked after it was issued; counts down.
-    public var unauthenticatedCalls = 0
+    package var unauthenticatedCalls = 0
     /// Tokens answered 401 `UNAUTHENTICATED`, as if revoked, until removed.
-    public var revokedTokens: Set<String> = []
+    package var revokedTokens: Set<String> = []
     /// The rejection key in `statistics.rejectionsByReason` of the two knobs above.
-    public static let revokedReason = "revoked"
+    package static let revokedReason = "revoked"
 
     private let classify: (_ method: String, _ target: String) -> Result<EntityKey, ProxyFailure>
     private let wallClock: () -> Double
@@ -50,7 +50,7 @@ public final class StandInFleetEngine {
     ///   - publicKey, keyID: the token provider's signing key, the only one trusted.
     ///   - classify: the sidecar's own routing (docs/CONTRACT.md §3), so both sides agree on the entity.
     ///   - wallClock: seconds since the Unix epoch, to judge `iat` and `exp`.
-    public convenience init(
+    package convenience init(
         publicKey: RSAPublicKey, keyID: String,
         classify: @escaping (_ method: String, _ target: String) -> Result<EntityKey, ProxyFailure>,
         wallClock: @escaping () -> Double
@@ -59,7 +59,7 @@ public final class StandInFleetEngine {
     }
 
     /// A stand-in that judges tokens with `tokenCheck` (service accounts' keys from a JWKS).
-    public init(
+    package init(
         tokenCheck: FleetEngineTokenCheck,
         classify: @escaping (_ method: String, _ target: String) -> Result<EntityKey, ProxyFailure>,
         wallClock: @escaping () -> Double
@@ -71,7 +71,7 @@ public final class StandInFleetEngine {
 
     /// Answers every call at once. Holds the stand-in strongly: it lives as long as the server
     /// that hosts it.
-    public var handler: HTTPHandler {
+    package var handler: HTTPHandler {
         { request, respond in respond(self.respond(to: request)) }
     }
 

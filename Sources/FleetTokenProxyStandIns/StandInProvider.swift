@@ -11,9 +11,9 @@ import Darwin
 /// providers do, including badly, so the sidecar's handling of each can be tested.
 ///
 /// Loop-bound: call `handler`, change settings and read counts on one thread.
-public final class StandInProvider {
+package final class StandInProvider {
     /// How the next answers go wrong, if at all.
-    public enum Behaviour: Sendable, Equatable {
+    package enum Behaviour: Sendable, Equatable {
         /// A valid token for the entity asked about.
         case normal
         /// The normal answer, `seconds` later (through the scheduler: the loop keeps running).
@@ -36,7 +36,7 @@ public final class StandInProvider {
 
     /// How the answer says when the token expires; each style uses a field name a real
     /// provider or Google sample uses.
-    public enum ExpiryStyle: Sendable, CaseIterable {
+    package enum ExpiryStyle: Sendable, CaseIterable {
         /// `"expirationTimestamp": <epoch seconds>`
         case epochSeconds
         /// `"expiration": <epoch milliseconds>` (as a Java sample sends)
@@ -46,7 +46,7 @@ public final class StandInProvider {
         /// `"expires_at": "2025-01-31T12:00:00Z"`
         case rfc3339
 
-        public var fieldName: String {
+        package var fieldName: String {
             switch self {
             case .epochSeconds: return "expirationTimestamp"
             case .epochMilliseconds: return "expiration"
@@ -57,24 +57,24 @@ public final class StandInProvider {
     }
 
     /// Seconds from `iat` to `exp` of the tokens minted.
-    public var tokenLifetime: Double = 3600
+    package var tokenLifetime: Double = 3600
     /// A backend credential the caller must send; missing or wrong gets 401.
-    public var requiredHeader: (name: String, value: String)?
-    public var behaviour: Behaviour = .normal
-    public var expiryStyle: ExpiryStyle = .epochSeconds
+    package var requiredHeader: (name: String, value: String)?
+    package var behaviour: Behaviour = .normal
+    package var expiryStyle: ExpiryStyle = .epochSeconds
     /// The field the token is put in (`token` by default; `--token-field` tests change it).
-    public var tokenField = "token"
+    package var tokenField = "token"
     /// Overrides `expiryStyle.fieldName` (`--expiry-field` tests).
-    public var expiryFieldOverride: String?
+    package var expiryFieldOverride: String?
 
     /// Well-formed, authorized token requests per entity, whatever `behaviour` made of them.
-    public private(set) var fetchesByEntity: [EntityKey: Int] = [:]
+    package private(set) var fetchesByEntity: [EntityKey: Int] = [:]
     /// Whether to keep the wall-clock time of every token request in `fetchTimes` (off, so a
     /// long benchmark does not grow it).
-    public var recordsFetchTimes = false
+    package var recordsFetchTimes = false
     /// When each entity's token requests arrived, in order, while `recordsFetchTimes` is on.
-    public private(set) var fetchTimes: [EntityKey: [Double]] = [:]
-    public var totalFetches: Int { fetchesByEntity.values.reduce(0, +) }
+    package private(set) var fetchTimes: [EntityKey: [Double]] = [:]
+    package var totalFetches: Int { fetchesByEntity.values.reduce(0, +) }
 
     private var minter: JWTMinter
     private let scheduler: Scheduler
@@ -84,7 +84,7 @@ public final class StandInProvider {
     ///   - keyPair: the service account key tokens are signed with.
     ///   - scheduler: runs `.delay` answers later on the owning loop.
     ///   - wallClock: seconds since the Unix epoch, for `iat`, `exp` and expiry fields.
-    public init(keyPair: RSAKeyPair, scheduler: Scheduler, wallClock: @escaping () -> Double) {
+    package init(keyPair: RSAKeyPair, scheduler: Scheduler, wallClock: @escaping () -> Double) {
         self.minter = JWTMinter(keyPair: keyPair)
         self.scheduler = scheduler
         self.wallClock = wallClock
@@ -93,13 +93,13 @@ public final class StandInProvider {
     /// Signs once, then puts that signature on every later token instead of signing it
     /// (`JWTMinter.reusedSignature`): tokens of the real length at a fraction of the CPU, which
     /// no one can verify. For benchmarks whose upstream checks nothing.
-    public func reuseOneSignature() throws {
+    package func reuseOneSignature() throws {
         minter.reusedSignature = try minter.keyPair.sign(Array("stand-in provider".utf8))
     }
 
     /// Answers token requests. Holds the provider strongly: it lives as long as the server that
     /// hosts it.
-    public var handler: HTTPHandler {
+    package var handler: HTTPHandler {
         { request, respond in self.handle(request, respond) }
     }
 

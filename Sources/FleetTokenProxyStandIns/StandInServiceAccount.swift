@@ -8,19 +8,19 @@ import Foundation
 /// A made-up Google service account with one RSA key: its key file for `--signer key-file:`
 /// (docs/CONTRACT.md §4a), its public key as a JWKS for the stand-in Fleet Engine, and the
 /// trust entry that binds the key to the account.
-public struct StandInServiceAccount: Sendable {
-    public let email: String
-    public let keyPair: RSAKeyPair
+package struct StandInServiceAccount: Sendable {
+    package let email: String
+    package let keyPair: RSAKeyPair
 
     /// A fresh key for `NAME@PROJECT.iam.gserviceaccount.com`; `keyID` random unless given.
-    public init(name: String = "fleet-signer", project: String, keyID: String? = nil) throws {
+    package init(name: String = "fleet-signer", project: String, keyID: String? = nil) throws {
         email = "\(name)@\(project).iam.gserviceaccount.com"
         let generated = try RSAKeyPair.generate()
         keyPair = try keyID.map { try RSAKeyPair(privateKeyPEM: try generated.privateKeyPEM(), keyID: $0) } ?? generated
     }
 
     /// The key file Google would issue (the fields the sidecar reads, and `type`, `token_uri`).
-    public func keyFileJSON() throws -> String {
+    package func keyFileJSON() throws -> String {
         JSONish.object([
             "type": .string("service_account"),
             "client_email": .string(email),
@@ -31,7 +31,7 @@ public struct StandInServiceAccount: Sendable {
     }
 
     /// Writes the key file with mode 0600 (replacing any file there), as a secret must be.
-    public func writeKeyFile(to path: String) throws {
+    package func writeKeyFile(to path: String) throws {
         try? FileManager.default.removeItem(atPath: path)
         guard FileManager.default.createFile(atPath: path, contents: Data(try keyFileJSON().utf8), attributes: [.posixPermissions: 0o600]) else {
             throw ConfigError("cannot write the key file \(path)")
@@ -39,12 +39,12 @@ public struct StandInServiceAccount: Sendable {
     }
 
     /// The account's public keys as Google publishes them: `{"keys":[JWK]}`.
-    public func jwksText() throws -> String {
+    package func jwksText() throws -> String {
         try JSONWebKeySet.text(for: [keyPair])
     }
 
     /// What the stand-in Fleet Engine trusts: this key, for this account only.
-    public var trustedKey: FleetEngineTokenCheck.TrustedKey {
+    package var trustedKey: FleetEngineTokenCheck.TrustedKey {
         FleetEngineTokenCheck.TrustedKey(account: email, keyID: keyPair.keyID, publicKey: keyPair.publicKey)
     }
 }

@@ -1,4 +1,4 @@
-import FleetTokenProxy
+@testable import FleetTokenProxy
 import XCTest
 
 final class EnvironmentArgumentsTests: XCTestCase {

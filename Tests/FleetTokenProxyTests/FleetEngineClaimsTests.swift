@@ -1,4 +1,4 @@
-import FleetTokenProxyStandIns
+@testable import FleetTokenProxyStandIns
 import XCTest
 @testable import FleetTokenProxy
 

@@ -1,4 +1,4 @@
-import FleetTokenProxy
+@testable import FleetTokenProxy
 import XCTest
 
 #if canImport(Glibc)

@@ -1,4 +1,4 @@
-import FleetTokenProxyStandIns
+@testable import FleetTokenProxyStandIns
 import Foundation
 import Logging
 import Synchronization

@@ -1,5 +1,5 @@
 import XCTest
-import FleetTokenProxy
+@testable import FleetTokenProxy
 
 final class ProviderAnswerTests: XCTestCase {
     let now = 1_800_000_000.0

@@ -1,4 +1,4 @@
-import FleetTokenProxy
+@testable import FleetTokenProxy
 @testable import ParserInvariants
 import XCTest
 

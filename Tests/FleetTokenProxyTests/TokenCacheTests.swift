@@ -1,5 +1,5 @@
 import XCTest
-import FleetTokenProxy
+@testable import FleetTokenProxy
 
 final class TokenCacheTests: XCTestCase {
     var clock: ManualClock!

@@ -1,5 +1,5 @@
 import XCTest
-import FleetTokenProxy
+@testable import FleetTokenProxy
 
 /// A provider that answers every fetch `latency` seconds later, through the fake scheduler,
 /// with a token of `lifetime` seconds (or `failure`, when set).

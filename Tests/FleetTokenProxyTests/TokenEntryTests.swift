@@ -1,5 +1,5 @@
 import XCTest
-import FleetTokenProxy
+@testable import FleetTokenProxy
 
 /// Every transition of the token entry state machine, with times passed in by hand.
 /// Monotonic time starts at 1 000 and wall time at 1.8e9 so a mix-up between them shows.

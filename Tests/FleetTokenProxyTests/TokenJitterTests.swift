@@ -1,5 +1,5 @@
 import XCTest
-import FleetTokenProxy
+@testable import FleetTokenProxy
 
 /// The random parts of the lifecycle stay within their bounds for any draw.
 final class TokenJitterTests: XCTestCase {

@@ -1,5 +1,5 @@
 import XCTest
-import FleetTokenProxy
+@testable import FleetTokenProxy
 
 /// A provider answer is used only for the entity it was fetched for, only for Fleet Engine,
 /// and only if it lives no longer than Fleet Engine allows.

@@ -1,5 +1,5 @@
 import Foundation
-import FleetTokenProxy
+@testable import FleetTokenProxy
 
 /// A clock the test moves by hand. Monotonic and wall time start far apart so a mix-up
 /// between them shows.

@@ -1,4 +1,4 @@
-import FleetTokenProxy
+@testable import FleetTokenProxy
 import Foundation
 import XCTest
 #if canImport(Glibc)

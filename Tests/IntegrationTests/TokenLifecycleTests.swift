@@ -1,5 +1,5 @@
-import FleetTokenProxy
-import FleetTokenProxyStandIns
+@testable import FleetTokenProxy
+@testable import FleetTokenProxyStandIns
 import Foundation
 import XCTest
 

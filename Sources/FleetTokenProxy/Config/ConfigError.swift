@@ -1,14 +1,14 @@
 /// A configuration value the sidecar cannot start with (docs/CONTRACT.md §6): bad flag value, bad header
 /// line, bad URL. `message` is the one line printed on stderr before exiting with status 2, so
 /// it says what is wrong and never repeats a secret.
-public struct ConfigError: Error, CustomStringConvertible, Equatable, Sendable {
-    public var message: String
+package struct ConfigError: Error, CustomStringConvertible, Equatable, Sendable {
+    package var message: String
 
-    public init(_ message: String) {
+    package init(_ message: String) {
         self.message = message
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }
 
 extension ConfigError {

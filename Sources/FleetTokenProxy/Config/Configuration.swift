@@ -1,60 +1,60 @@
 import Logging
 
 /// Everything `serve` is configured with (docs/CONTRACT.md §6), already parsed and checked.
-public struct Configuration: Sendable {
-    public var listen: ListenAddress = .inet(host: "127.0.0.1", port: 4180)
-    public var allowNonLoopback = false
-    public var upstream: UpstreamURL
-    public var upstreamCAFile: String?
+package struct Configuration: Sendable {
+    package var listen: ListenAddress = .inet(host: "127.0.0.1", port: 4180)
+    package var allowNonLoopback = false
+    package var upstream: UpstreamURL
+    package var upstreamCAFile: String?
     /// The token provider; nil when `--signer` flags cover every token type.
-    public var providerURL: ProviderURLTemplate?
-    public var providerHeaders: [HeaderField] = []
-    public var providerHeaderFile: String?
-    public var providerCAFile: String?
-    public var tokenField: String?
-    public var expiryField: String?
-    public var refreshMargin: Double = 300
-    public var minTokenValidity: Double = 60
-    public var maxEntities = 100_000
-    public var providerConcurrency = 32
+    package var providerURL: ProviderURLTemplate?
+    package var providerHeaders: [HeaderField] = []
+    package var providerHeaderFile: String?
+    package var providerCAFile: String?
+    package var tokenField: String?
+    package var expiryField: String?
+    package var refreshMargin: Double = 300
+    package var minTokenValidity: Double = 60
+    package var maxEntities = 100_000
+    package var providerConcurrency = 32
     /// Time allowed for one provider fetch, connection included.
-    public var providerTimeout: Double = 10
-    public var lazyRefresh = false
+    package var providerTimeout: Double = 10
+    package var lazyRefresh = false
     /// The longest wait between provider fetches for an entity whose fetches keep failing
     /// (`--provider-backoff-max`); waits start at 1 s and double up to it.
-    public var providerBackoffMax: Double = 60
-    public var adminListen: ListenAddress?
-    public var socketMode: UInt32?
-    public var drainTimeout: Double = 10
-    public var logLevel: Logger.Level = .info
+    package var providerBackoffMax: Double = 60
+    package var adminListen: ListenAddress?
+    package var socketMode: UInt32?
+    package var drainTimeout: Double = 10
+    package var logLevel: Logger.Level = .info
     /// One `info` line per call on the `fleet-token-proxy.access` logger (`--access-log`).
-    public var accessLog = false
-    public var limits = ServerLimits()
+    package var accessLog = false
+    package var limits = ServerLimits()
     /// `--signer` flags in order (docs/CONTRACT.md §4a); `tokenSources` says which types each takes.
-    public var signers: [SignerFlag] = []
+    package var signers: [SignerFlag] = []
     /// `exp − iat` of a token a signer mints (`--signed-token-lifetime`).
-    public var signedTokenLifetime: Double = 3600
+    package var signedTokenLifetime: Double = 3600
 
-    public init(upstream: UpstreamURL, providerURL: ProviderURLTemplate?) {
+    package init(upstream: UpstreamURL, providerURL: ProviderURLTemplate?) {
         self.upstream = upstream
         self.providerURL = providerURL
     }
 
     /// The smallest `--max-buffered-bytes` accepted: a budget of only a few reads' worth of
     /// request bytes would refuse ordinary calls, a misconfiguration rather than a bound.
-    public static let minimumBufferedBytes = 64 * 1024
+    static let minimumBufferedBytes = 64 * 1024
 
     /// Fleet Engine accepts at most an hour (docs/CONTRACT.md §2); under a minute would make
     /// refreshing the main thing a signer does.
-    public static let signedTokenLifetimes: ClosedRange<Double> = 60...3600
+    static let signedTokenLifetimes: ClosedRange<Double> = 60...3600
 
     /// Each token type's source; a type without one, or named twice, is a `ConfigError`.
-    public func tokenSources() throws(ConfigError) -> TokenSourcePlan {
+    func tokenSources() throws(ConfigError) -> TokenSourcePlan {
         try TokenSourcePlan(signers: signers, hasProvider: providerURL != nil)
     }
 
     /// The checks that span several settings; each failure is one line for stderr.
-    public func validate() throws(ConfigError) {
+    package func validate() throws(ConfigError) {
         if !listen.isLoopback && !allowNonLoopback {
             throw ConfigError("--listen \(listen) is not a loopback address or unix socket; add --allow-non-loopback to listen there")
         }
@@ -79,10 +79,10 @@ public struct Configuration: Sendable {
 }
 
 /// One `Name: value` header the sidecar sends to the token provider.
-public struct HeaderField: Sendable, Equatable {
-    public var name: String
-    public var value: String
-    public init(name: String, value: String) {
+package struct HeaderField: Sendable, Equatable {
+    package var name: String
+    package var value: String
+    package init(name: String, value: String) {
         self.name = name
         self.value = value
     }

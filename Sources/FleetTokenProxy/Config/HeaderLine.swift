@@ -1,7 +1,7 @@
 /// Static headers sent to the token provider (docs/CONTRACT.md §6 `--provider-header`,
 /// `--provider-header-file`). Their values are backend credentials: no message here ever
 /// contains a value, and a malformed line is not echoed either, since it may be a value.
-public enum HeaderLine {
+package enum HeaderLine {
     /// Header fields the sidecar's HTTP client owns: framing, routing and connection
     /// management (RFC 9110 §7.6.1 hop-by-hop fields). A configured one could desynchronize the
     /// request or the connection, so they are refused rather than sent.
@@ -16,7 +16,7 @@ public enum HeaderLine {
     /// Also refused: the `refusedNames` fields (Host, Content-Length, Transfer-Encoding,
     /// Connection and the other hop-by-hop fields), other control characters in the value
     /// (RFC 9110 §5.5) and an empty value (usually an unset variable in a unit file).
-    public static func parse(_ line: String) throws(ConfigError) -> (name: String, value: String) {
+    package static func parse(_ line: String) throws(ConfigError) -> (name: String, value: String) {
         for byte in line.utf8 {
             switch byte {
             case 0x0D, 0x0A: throw ConfigError("header line contains a CR or LF")
@@ -54,7 +54,7 @@ public enum HeaderLine {
     ///
     /// CRLF line ends, indentation and a leading UTF-8 byte order mark are accepted, as editors
     /// write them.
-    public static func parseFile(contents: String) throws(ConfigError) -> [(name: String, value: String)] {
+    package static func parseFile(contents: String) throws(ConfigError) -> [(name: String, value: String)] {
         var headers: [(name: String, value: String)] = []
         var text = Substring(contents)
         if text.hasPrefix("\u{FEFF}") { text = text.dropFirst() }

@@ -7,7 +7,7 @@ import Darwin
 #endif
 
 /// Where the sidecar (or its admin endpoint) listens (docs/CONTRACT.md §6 `--listen`, `--admin-listen`).
-public enum ListenAddress: Equatable, Sendable, CustomStringConvertible {
+package enum ListenAddress: Equatable, Sendable, CustomStringConvertible {
     /// `host` is a numeric IPv4 or IPv6 literal in canonical form, without brackets.
     case inet(host: String, port: UInt16)
     /// An absolute filesystem path.
@@ -16,7 +16,7 @@ public enum ListenAddress: Equatable, Sendable, CustomStringConvertible {
     /// Parses `host:port`, `[v6]:port` or `unix:/abs/path`. `localhost` means 127.0.0.1 (never
     /// a name lookup: what a name resolves to can change, a loopback check cannot). Port 0 asks
     /// the kernel for an ephemeral port.
-    public static func parse(_ text: String) throws(ConfigError) -> ListenAddress {
+    package static func parse(_ text: String) throws(ConfigError) -> ListenAddress {
         let usage = "expected host:port, [v6]:port or unix:/path"
         if text.hasPrefix("unix:") {
             return .unix(path: try unixPath(text.dropFirst("unix:".count)))
@@ -67,7 +67,7 @@ public enum ListenAddress: Equatable, Sendable, CustomStringConvertible {
 
     /// True for 127.0.0.0/8, ::1 (also as ::ffff:127.x.y.z) and unix sockets: the addresses
     /// only processes on this host can reach.
-    public var isLoopback: Bool {
+    package var isLoopback: Bool {
         switch self {
         case .unix:
             return true
@@ -76,7 +76,7 @@ public enum ListenAddress: Equatable, Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .unix(let path): return "unix:\(path)"
         case .inet(let host, let port):

@@ -5,21 +5,21 @@
 /// `{id}` (`*` for the fleet) and `{provider}`. They may appear in the path and query only,
 /// and `{id}` must appear: without it every entity would be sent the same request and so be
 /// given the same token.
-public struct ProviderURLTemplate: Sendable, CustomStringConvertible {
-    public var scheme: UpstreamURL.Scheme
+package struct ProviderURLTemplate: Sendable, CustomStringConvertible {
+    package var scheme: UpstreamURL.Scheme
     /// A lower-case DNS name, or an IP literal without brackets.
-    public var host: String
+    package var host: String
     /// The port given, or 80/443 for the scheme.
-    public var port: UInt16
+    package var port: UInt16
 
     /// What to send as `Host:`; the port is left out when it is the scheme's default.
-    public var hostHeader: String {
+    var hostHeader: String {
         URLOrigin(scheme: scheme, host: host, port: port).hostHeader
     }
 
     /// The template for logs: its query values and fragment hidden (`RedactedURL`), as its
     /// query may hold a credential.
-    public var description: String { RedactedURL.text(text) }
+    package var description: String { RedactedURL.text(text) }
 
     enum Piece: Equatable, Sendable {
         /// Already valid URL text, copied as is.
@@ -33,7 +33,7 @@ public struct ProviderURLTemplate: Sendable, CustomStringConvertible {
     let pieces: [Piece]
     private let text: String
 
-    public static func parse(_ text: String) throws(ConfigError) -> ProviderURLTemplate {
+    package static func parse(_ text: String) throws(ConfigError) -> ProviderURLTemplate {
         let (origin, rest) = try URLOrigin.parse(text, what: "provider URL")
         let shown = ConfigError.quoted(RedactedURL.text(text))
         if rest.contains("#") {
@@ -101,7 +101,7 @@ public struct ProviderURLTemplate: Sendable, CustomStringConvertible {
     ///
     /// A value that is only `.` or `..` has its dots encoded too (`%2E`): as a whole path
     /// segment it would otherwise be a dot-segment that servers remove, which changes the path.
-    public func target(for key: EntityKey) -> String {
+    package func target(for key: EntityKey) -> String {
         var out: [UInt8] = []
         out.reserveCapacity(128)
         for piece in pieces {

@@ -1,24 +1,24 @@
 /// One `--signer [TYPES=]SOURCE` (docs/CONTRACT.md §4a): which token types a source signs for,
 /// and the source. Without TYPES it takes every type no other `--signer` names.
-public struct SignerFlag: Sendable, Equatable {
+package struct SignerFlag: Sendable, Equatable {
     /// Where a signer's tokens come from.
-    public enum Source: Sendable, Equatable {
+    package enum Source: Sendable, Equatable {
         /// Sign locally with the service-account key in this file.
         case keyFile(path: String)
     }
 
     /// nil: every type no other `--signer` names.
-    public var types: [EntityType]?
-    public var source: Source
+    package var types: [EntityType]?
+    package var source: Source
 
-    public init(types: [EntityType]?, source: Source) {
+    package init(types: [EntityType]?, source: Source) {
         self.types = types
         self.source = source
     }
 
     /// Reads one flag value. TYPES is the part before the first `=` when that part is a comma
     /// list of token types, so a path with `=` in it needs no quoting.
-    public static func parse(_ text: String) throws(ConfigError) -> SignerFlag {
+    package static func parse(_ text: String) throws(ConfigError) -> SignerFlag {
         var types: [EntityType]?
         var sourceText = Substring(text)
         if let equals = text.firstIndex(of: "="), let listed = typeList(text[..<equals]) {

@@ -1,19 +1,19 @@
 /// Which source each token type's tokens come from (docs/CONTRACT.md §4a): a `--signer` that
 /// names the type, else the one `--signer` without TYPES, else `--provider-url`. Every type
 /// must end up with exactly one.
-public struct TokenSourcePlan: Sendable, Equatable {
-    public enum Source: Sendable, Equatable {
+struct TokenSourcePlan: Sendable, Equatable {
+    enum Source: Sendable, Equatable {
         case provider
         /// The `--signer` at this index of `Configuration.signers`.
         case signer(Int)
     }
 
     /// Every `EntityType`'s source.
-    public private(set) var sources: [EntityType: Source]
+    private(set) var sources: [EntityType: Source]
 
     /// The plan for `signers`, with or without a provider; a type named twice, two signers
     /// without TYPES, or a type with no source is a start-up error line.
-    public init(signers: [SignerFlag], hasProvider: Bool) throws(ConfigError) {
+    package init(signers: [SignerFlag], hasProvider: Bool) throws(ConfigError) {
         var sources: [EntityType: Source] = [:]
         var catchAll: Int?
         for (index, signer) in signers.enumerated() {
@@ -49,5 +49,5 @@ public struct TokenSourcePlan: Sendable, Equatable {
     }
 
     /// Whether any type's tokens come from the provider.
-    public var usesProvider: Bool { sources.values.contains(.provider) }
+    var usesProvider: Bool { sources.values.contains(.provider) }
 }

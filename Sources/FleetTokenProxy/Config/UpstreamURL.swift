@@ -1,29 +1,29 @@
 /// Where Fleet Engine calls are forwarded (docs/CONTRACT.md §6 `--upstream`): an origin and nothing more.
-public struct UpstreamURL: Equatable, Sendable, CustomStringConvertible {
-    public enum Scheme: String, Sendable {
+package struct UpstreamURL: Equatable, Sendable, CustomStringConvertible {
+    package enum Scheme: String, Sendable {
         case http, https
 
         var defaultPort: UInt16 { self == .https ? 443 : 80 }
     }
 
-    public var scheme: Scheme
+    package var scheme: Scheme
     /// A lower-case DNS name, or an IP literal without brackets.
-    public var host: String
+    package var host: String
     /// The port given, or 80/443 for the scheme.
-    public var port: UInt16
+    package var port: UInt16
 
     /// What to send as `Host:`: `example.com`, `example.com:8443`, `[::1]:8080`; the port is
     /// left out when it is the scheme's default.
-    public var hostHeader: String {
+    var hostHeader: String {
         URLOrigin(scheme: scheme, host: host, port: port).hostHeader
     }
 
-    public var description: String { "\(scheme.rawValue)://\(hostHeader)" }
+    package var description: String { "\(scheme.rawValue)://\(hostHeader)" }
 
     /// Parses `scheme://host[:port][/]`. A user name or password, a path other than `/`, a
     /// query, a fragment and schemes other than http and https are refused: the sidecar adds
     /// the path of each call itself, and credentials for Fleet Engine come only from tokens.
-    public static func parse(_ text: String) throws(ConfigError) -> UpstreamURL {
+    package static func parse(_ text: String) throws(ConfigError) -> UpstreamURL {
         let (origin, rest) = try URLOrigin.parse(text, what: "upstream URL")
         if rest.contains("#") {
             throw ConfigError("upstream URL \(ConfigError.quoted(text)) must not have a fragment")

@@ -2,24 +2,24 @@
 /// §2, §4a): `iss` = `sub` = the service account, `aud` = Fleet Engine, `iat` back-dated
 /// (`backdate(lifetime:)`), `exp` = `iat` + the lifetime, and the `authorization` claim the
 /// entity's calls need. Pure: the same inputs give the same bytes, so it is tested without a key.
-public struct FleetEngineClaims: Sendable, Equatable {
+struct FleetEngineClaims: Sendable, Equatable {
     /// How far `iat` lies before the host's clock: a minute, at most a tenth of the lifetime.
     /// Fleet Engine refuses a token issued in its future beyond about ten minutes, so a minute
     /// keeps a host whose clock runs a little fast well inside; not more, because `exp − iat`
     /// stays the lifetime and each second back is a second less for a host whose clock is slow.
-    public static func backdate(lifetime: Double) -> Double {
+    static func backdate(lifetime: Double) -> Double {
         min(60, lifetime / 10)
     }
 
-    public var account: String
-    public var keyID: String
+    package var account: String
+    package var keyID: String
     /// Epoch seconds.
-    public var issuedAt: Int
-    public var expiresAt: Int
-    public var authorization: [String: JSONish]
+    package var issuedAt: Int
+    package var expiresAt: Int
+    package var authorization: [String: JSONish]
 
     /// The claims for `key` signed at wall-clock `wallNow`; `lifetime` is `exp − iat`.
-    public init(for key: EntityKey, account: String, keyID: String, wallNow: Double, lifetime: Double) {
+    package init(for key: EntityKey, account: String, keyID: String, wallNow: Double, lifetime: Double) {
         self.account = account
         self.keyID = keyID
         issuedAt = Int((wallNow - Self.backdate(lifetime: lifetime)).rounded(.down))
@@ -30,7 +30,7 @@ public struct FleetEngineClaims: Sendable, Equatable {
     /// What each token type may act on. Task calls name one task (`taskid`); the fleet token
     /// is for listings, searches and `BatchCreateTasks`, which Fleet Engine checks against
     /// wildcards, the last one against `taskids`.
-    public static func authorization(for key: EntityKey) -> [String: JSONish] {
+    package static func authorization(for key: EntityKey) -> [String: JSONish] {
         switch key.type {
         case .vehicle: return ["vehicleid": .string(key.id)]
         case .trip: return ["tripid": .string(key.id)]
@@ -46,7 +46,7 @@ public struct FleetEngineClaims: Sendable, Equatable {
     }
 
     /// `base64url(header) . base64url(claims)`: what the signature covers.
-    public var signingInput: String {
+    package var signingInput: String {
         let header: JSONish = .object(["alg": .string("RS256"), "typ": .string("JWT"), "kid": .string(keyID)])
         let claims: JSONish = .object([
             "iss": .string(account), "sub": .string(account), "aud": .string(TokenScopeCheck.audience),

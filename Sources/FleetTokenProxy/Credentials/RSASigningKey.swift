@@ -9,14 +9,14 @@ import COpenSSL
 /// `@unchecked Sendable`: OpenSSL 3 lets several threads use one `EVP_PKEY` at once as long as
 /// none of them changes it; each `sign` makes its own `EVP_MD_CTX`, and the error queue it
 /// reads is the calling thread's own. So the signing workers share one key without a lock.
-public final class RSASigningKey: @unchecked Sendable {
+package final class RSASigningKey: @unchecked Sendable {
     private let key: OpaquePointer
     /// RS256 needs at least 2048 bits (RFC 7518 §3.3).
-    public static let minimumBits = 2048
+    static let minimumBits = 2048
 
     /// A key from unencrypted PEM (PKCS#8, as a service-account key file holds it). An
     /// encrypted key is refused rather than prompting for a passphrase on the terminal.
-    public init(pem: String) throws(SigningKeyError) {
+    package init(pem: String) throws(SigningKeyError) {
         ERR_clear_error()
         let bytes = Array(pem.utf8)
         let read: OpaquePointer? = bytes.withUnsafeBytes { raw in
@@ -43,7 +43,7 @@ public final class RSASigningKey: @unchecked Sendable {
     deinit { EVP_PKEY_free(key) }
 
     /// The RS256 signature of `data`. Safe from any thread.
-    public func sign(_ data: [UInt8]) throws(SigningKeyError) -> [UInt8] {
+    package func sign(_ data: [UInt8]) throws(SigningKeyError) -> [UInt8] {
         ERR_clear_error()
         guard let context = EVP_MD_CTX_new() else { throw SigningKeyError("cannot sign" + OpenSSLErrors.drain()) }
         defer { EVP_MD_CTX_free(context) }
@@ -61,8 +61,8 @@ public final class RSASigningKey: @unchecked Sendable {
 }
 
 /// A key that cannot be loaded or cannot sign, with OpenSSL's own text; never key material.
-public struct SigningKeyError: Error, Sendable, Equatable, CustomStringConvertible {
-    public var message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
+package struct SigningKeyError: Error, Sendable, Equatable, CustomStringConvertible {
+    package var message: String
+    package init(_ message: String) { self.message = message }
+    package var description: String { message }
 }

@@ -5,29 +5,29 @@
 ///
 /// The private key is a secret: `description` names the account and key id only, and no
 /// refusal quotes a value of the file.
-public struct ServiceAccountKey: Sendable, Equatable, CustomStringConvertible {
-    public var clientEmail: String
-    public var privateKeyID: String
+package struct ServiceAccountKey: Sendable, Equatable, CustomStringConvertible {
+    package var clientEmail: String
+    package var privateKeyID: String
     /// `-----BEGIN PRIVATE KEY-----` … PEM. Never log it.
-    public var privateKeyPEM: String
-    public var tokenURI: String?
+    package var privateKeyPEM: String
+    package var tokenURI: String?
 
     /// The longest `client_email` or `private_key_id` taken: both go into every token.
     static let maximumNameLength = 256
     static let pkcs8Header = "-----BEGIN PRIVATE KEY-----"
 
-    public init(clientEmail: String, privateKeyID: String, privateKeyPEM: String, tokenURI: String? = nil) {
+    package init(clientEmail: String, privateKeyID: String, privateKeyPEM: String, tokenURI: String? = nil) {
         self.clientEmail = clientEmail
         self.privateKeyID = privateKeyID
         self.privateKeyPEM = privateKeyPEM
         self.tokenURI = tokenURI
     }
 
-    public var description: String { "service account \(clientEmail) key \(privateKeyID)" }
+    package var description: String { "service account \(clientEmail) key \(privateKeyID)" }
 
     /// Reads a key file's bytes: a JSON object with the three fields as strings (and `type`,
     /// when present, `service_account`). Fails with what is missing or wrong, never a value.
-    public static func parse(_ bytes: [UInt8]) -> Result<ServiceAccountKey, ServiceAccountKeyError> {
+    package static func parse(_ bytes: [UInt8]) -> Result<ServiceAccountKey, ServiceAccountKeyError> {
         guard case .object(let members)? = JSONish.parse(bytes) else {
             return .failure(.notAnObject)
         }
@@ -63,7 +63,7 @@ public struct ServiceAccountKey: Sendable, Equatable, CustomStringConvertible {
 /// Why a service-account key file cannot be used; `message` follows the file's name in a
 /// start-up or reload line. The cases carry nothing, so a refusal cannot repeat a value of the
 /// file, which holds a secret.
-public enum ServiceAccountKeyError: Error, Sendable, Equatable, CaseIterable, CustomStringConvertible {
+package enum ServiceAccountKeyError: Error, Sendable, Equatable, CaseIterable, CustomStringConvertible {
     case notAnObject
     case notAServiceAccount
     case badClientEmail
@@ -71,7 +71,7 @@ public enum ServiceAccountKeyError: Error, Sendable, Equatable, CaseIterable, Cu
     case badPrivateKey
     case badTokenURI
 
-    public var message: String {
+    package var message: String {
         switch self {
         case .notAnObject: return "is not a JSON object"
         case .notAServiceAccount: return "is not a service account key (\"type\" must be \"service_account\")"
@@ -82,5 +82,5 @@ public enum ServiceAccountKeyError: Error, Sendable, Equatable, CaseIterable, Cu
         }
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }

@@ -8,13 +8,13 @@ import Darwin
 /// file is a secret: one open to its group or to others is refused, as ssh refuses such a
 /// private key, and the mode is read from the open file so the check and the read are of the
 /// same file.
-public enum ServiceAccountKeyFile {
+enum ServiceAccountKeyFile {
     /// More than any key file Google issues (about 2.4 kB).
     static let maximumBytes = 64 * 1024
 
     /// The key and a credential that signs with it; every refusal is one line that names the
     /// file and what is wrong with it, never its contents.
-    public static func load(_ path: String) throws(ConfigError) -> SigningCredential {
+    package static func load(_ path: String) throws(ConfigError) -> SigningCredential {
         let key = try readKey(path)
         do {
             return try SigningCredential(key)

@@ -1,12 +1,12 @@
 /// A service account's key, ready to sign: what one `key-file:` source holds between reloads
 /// (docs/CONTRACT.md §4a). Immutable and `Sendable`, so the signing workers use it while the
 /// loop may already hold a newer one after a reload.
-public final class SigningCredential: Sendable {
-    public let account: String
-    public let keyID: String
+final class SigningCredential: Sendable {
+    package let account: String
+    package let keyID: String
     private let key: RSASigningKey
 
-    public init(_ serviceAccountKey: ServiceAccountKey) throws(SigningKeyError) {
+    package init(_ serviceAccountKey: ServiceAccountKey) throws(SigningKeyError) {
         account = serviceAccountKey.clientEmail
         keyID = serviceAccountKey.privateKeyID
         key = try RSASigningKey(pem: serviceAccountKey.privateKeyPEM)
@@ -15,7 +15,7 @@ public final class SigningCredential: Sendable {
     /// A token for `key` issued at `wallNow` (back-dated: `FleetEngineClaims.backdate(lifetime:)`), valid for
     /// `lifetime` seconds. A failure is the sidecar's own (502 / gRPC 14) and names the key id,
     /// never key material.
-    public func mint(for key: EntityKey, wallNow: Double, lifetime: Double) -> Result<FetchedToken, ProxyFailure> {
+    package func mint(for key: EntityKey, wallNow: Double, lifetime: Double) -> Result<FetchedToken, ProxyFailure> {
         let claims = FleetEngineClaims(for: key, account: account, keyID: keyID, wallNow: wallNow, lifetime: lifetime)
         let input = claims.signingInput
         do {

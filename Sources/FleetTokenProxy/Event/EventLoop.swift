@@ -13,7 +13,7 @@ import Synchronization
 /// `@unchecked Sendable`: only `execute(_:)` and `stop()` may be called from other threads
 /// (libevent's pthread locking makes `event_active` and `event_base_loopbreak` safe there);
 /// everything else is loop-thread only, as each method says.
-public final class EventLoop: Scheduler, @unchecked Sendable {
+package final class EventLoop: Scheduler, @unchecked Sendable {
     /// libevent must be told to use pthread locks before the first base exists, once per process.
     private static let threadingReady: Bool = evthread_use_pthreads() == 0
 
@@ -27,7 +27,7 @@ public final class EventLoop: Scheduler, @unchecked Sendable {
     /// `preciseTimers`: timers fire to the microsecond (libevent's timerfd) instead of the
     /// millisecond epoll rounds up to, at the cost of a system call per turn of the loop. For a
     /// stand-in whose delay is what a benchmark measures against, not for the proxy.
-    public init(preciseTimers: Bool = false) throws {
+    package init(preciseTimers: Bool = false) throws {
         precondition(Self.threadingReady, "libevent pthread support unavailable")
         guard let config = event_config_new() else { throw EventLoopError("event_config_new failed") }
         defer { event_config_free(config) }
@@ -54,30 +54,30 @@ public final class EventLoop: Scheduler, @unchecked Sendable {
     }
 
     /// Runs the loop on the calling thread until `stop()` or until nothing is left to wait for.
-    public func run() {
+    package func run() {
         event_base_dispatch(base)
     }
 
     /// Makes `run()` return after the current callbacks. Safe from any thread.
-    public func stop() {
+    package func stop() {
         event_base_loopbreak(base)
     }
 
     /// Runs `work` on the loop thread. Safe from any thread.
-    public func execute(_ work: @escaping @Sendable () -> Void) {
+    package func execute(_ work: @escaping @Sendable () -> Void) {
         pending.push(work)
         event_active(wakeup, Int32(EV_READ), 0)
     }
 
     @discardableResult
-    public func schedule(after seconds: Double, _ work: @escaping () -> Void) -> ScheduledWork {
+    package func schedule(after seconds: Double, _ work: @escaping () -> Void) -> ScheduledWork {
         let timer = Timer(loop: self, work: work)
         timer.start(after: seconds)
         return timer
     }
 
     /// Calls `handler` on the loop thread each time `signal` arrives.
-    public func onSignal(_ signal: Int32, _ handler: @escaping () -> Void) {
+    package func onSignal(_ signal: Int32, _ handler: @escaping () -> Void) {
         signalEvents.append(SignalEvent(base: base, signal: signal, handler: handler))
     }
 
@@ -91,8 +91,8 @@ public final class EventLoop: Scheduler, @unchecked Sendable {
 }
 
 /// A failure to set up libevent itself.
-public struct EventLoopError: Error, CustomStringConvertible {
-    public let description: String
+struct EventLoopError: Error, CustomStringConvertible {
+    package let description: String
     init(_ description: String) { self.description = description }
 }
 

@@ -1,12 +1,12 @@
 /// Runs work later on the loop that owns the caller. Handlers and caches get this instead of
 /// a concrete event loop so unit tests can drive them without sockets.
-public protocol Scheduler: AnyObject {
+package protocol Scheduler: AnyObject {
     /// Runs `work` once after `seconds` on the owning loop; the returned handle cancels it.
     @discardableResult
     func schedule(after seconds: Double, _ work: @escaping () -> Void) -> ScheduledWork
 }
 
 /// A handle to work scheduled on a `Scheduler`.
-public protocol ScheduledWork: AnyObject {
+package protocol ScheduledWork: AnyObject {
     func cancel()
 }

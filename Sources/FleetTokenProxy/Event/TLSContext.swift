@@ -8,7 +8,7 @@ import CShims
 /// `SSL_CTX` runs much of libcrypto (provider and algorithm set-up), about 2 MB of its code made
 /// resident in a sidecar that has not yet called its upstream. Its settings are fixed here, so
 /// the context made later is the one that would have been made now.
-public final class TLSContext {
+package final class TLSContext {
     private var ctx: OpaquePointer?
     private let trust: TrustStore?
     private let alpn: [String]
@@ -16,7 +16,7 @@ public final class TLSContext {
     private let resumption: TLSResumption?
 
     /// A client context: peer verification on, TLS 1.2 or later, optional ALPN list.
-    public static func client(trust: TrustStore, alpn: [String] = []) -> TLSContext {
+    package static func client(trust: TrustStore, alpn: [String] = []) -> TLSContext {
         client(trust: trust, alpn: alpn, handshakeFinished: { _ in })
     }
 
@@ -26,7 +26,7 @@ public final class TLSContext {
     }
 
     /// A server context from PEM files (stand-ins and tests only).
-    public static func server(certificateFile: String, keyFile: String, alpn: [String] = []) throws(TLSError) -> TLSContext {
+    package static func server(certificateFile: String, keyFile: String, alpn: [String] = []) throws(TLSError) -> TLSContext {
         try server(certificateFile: certificateFile, keyFile: keyFile, alpn: alpn, tls12Only: false)
     }
 
@@ -117,8 +117,8 @@ public final class TLSContext {
 }
 
 /// An OpenSSL failure, with OpenSSL's own text from its error queue.
-public struct TLSError: Error, CustomStringConvertible, Sendable {
-    public let description: String
+package struct TLSError: Error, CustomStringConvertible, Sendable {
+    package let description: String
 
     /// Drains OpenSSL's (thread-local) error queue into one line after `context`.
     static func fromQueue(_ context: String) -> TLSError {

@@ -9,11 +9,11 @@ import Darwin
 ///
 /// Invariant: both are heap-allocated in `init`, never move, and are destroyed in `deinit`.
 /// `@unchecked Sendable`: they are made for use across threads.
-public final class ThreadCondition: @unchecked Sendable {
+package final class ThreadCondition: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    public init() {
+    package init() {
         pthread_mutex_init(mutex, nil)
         pthread_cond_init(condition, nil)
     }
@@ -25,10 +25,10 @@ public final class ThreadCondition: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    public func lock() { pthread_mutex_lock(mutex) }
-    public func unlock() { pthread_mutex_unlock(mutex) }
+    package func lock() { pthread_mutex_lock(mutex) }
+    package func unlock() { pthread_mutex_unlock(mutex) }
     /// Waits for a signal; the caller holds the lock, and holds it again on return.
-    public func wait() { pthread_cond_wait(condition, mutex) }
-    public func signal() { pthread_cond_signal(condition) }
-    public func broadcast() { pthread_cond_broadcast(condition) }
+    package func wait() { pthread_cond_wait(condition, mutex) }
+    package func signal() { pthread_cond_signal(condition) }
+    package func broadcast() { pthread_cond_broadcast(condition) }
 }

@@ -11,15 +11,15 @@ import COpenSSL
 /// for it on the event loop; a store nothing uses is never read.
 ///
 /// Used on the event loop that owns the contexts holding it.
-public final class TrustStore {
+package final class TrustStore {
     private var store: OpaquePointer?
 
     /// The system trust store (OpenSSL's default paths, `SSL_CERT_FILE` / `SSL_CERT_DIR`
     /// honoured), read on first use.
-    public static func system() -> TrustStore { TrustStore(store: nil) }
+    package static func system() -> TrustStore { TrustStore(store: nil) }
 
     /// The CAs in the PEM file at `path`, read now.
-    public static func file(_ path: String) throws(TLSError) -> TrustStore {
+    package static func file(_ path: String) throws(TLSError) -> TrustStore {
         guard let store = X509_STORE_new() else { throw TLSError.fromQueue("X509_STORE_new") }
         guard X509_STORE_load_file(store, path) == 1 else {
             X509_STORE_free(store)
@@ -29,7 +29,7 @@ public final class TrustStore {
     }
 
     /// The CAs in `caFile` (read now) if one is given, else `system`.
-    public static func file(_ caFile: String?, or system: TrustStore) throws(TLSError) -> TrustStore {
+    package static func file(_ caFile: String?, or system: TrustStore) throws(TLSError) -> TrustStore {
         guard let caFile else { return system }
         return try file(caFile)
     }
@@ -39,7 +39,7 @@ public final class TrustStore {
     deinit { X509_STORE_free(store) }
 
     /// Reads the store now if it has not been read (the system store).
-    public func load() throws(TLSError) { _ = try x509Store() }
+    package func load() throws(TLSError) { _ = try x509Store() }
 
     /// The OpenSSL store, read now if this is the system store's first use.
     func x509Store() throws(TLSError) -> OpaquePointer {

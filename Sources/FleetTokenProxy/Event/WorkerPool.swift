@@ -10,15 +10,15 @@ import Darwin
 /// overloaded provider would. Work hands its result back to a loop with `EventLoop.execute`.
 ///
 /// `@unchecked Sendable`: `queue` and `stopping` are only touched under `condition`'s lock.
-public final class WorkerPool: @unchecked Sendable {
+final class WorkerPool: @unchecked Sendable {
     private let condition = ThreadCondition()
     private var queue = FIFO<@Sendable () -> Void>()
     private var stopping = false
-    public let threads: Int
-    public let queueLimit: Int
+    package let threads: Int
+    let queueLimit: Int
 
     /// Starts `threads` detached threads; they end after `stop()` once the queue is empty.
-    public init(threads: Int, queueLimit: Int) {
+    package init(threads: Int, queueLimit: Int) {
         precondition(threads >= 1 && queueLimit >= 1, "a worker pool needs a thread and room for a job")
         self.threads = threads
         self.queueLimit = queueLimit
@@ -27,13 +27,13 @@ public final class WorkerPool: @unchecked Sendable {
 
     /// Threads for signing on this host: all processors but one, which the event loop keeps,
     /// at least one and at most four.
-    public static var defaultThreads: Int {
+    static var defaultThreads: Int {
         min(4, max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))) - 1))
     }
 
     /// Queues `work` for a worker; false (and `work` dropped) when the queue is full or the
     /// pool is stopping. Safe from any thread.
-    public func submit(_ work: @escaping @Sendable () -> Void) -> Bool {
+    func submit(_ work: @escaping @Sendable () -> Void) -> Bool {
         condition.lock()
         defer { condition.unlock() }
         guard !stopping, queue.count < queueLimit else { return false }
@@ -43,14 +43,14 @@ public final class WorkerPool: @unchecked Sendable {
     }
 
     /// Jobs queued and not yet started.
-    public var queued: Int {
+    package var queued: Int {
         condition.lock()
         defer { condition.unlock() }
         return queue.count
     }
 
     /// No more work is taken; the threads finish what is queued and end.
-    public func stop() {
+    package func stop() {
         condition.lock()
         stopping = true
         condition.broadcast()

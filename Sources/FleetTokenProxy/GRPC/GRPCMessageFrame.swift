@@ -3,16 +3,16 @@
 ///
 /// The sidecar reads only the first message of a request stream, to route it; the stream's
 /// DATA is forwarded byte for byte whatever this says, once a route is known.
-public enum GRPCMessageFrame {
+package enum GRPCMessageFrame {
     /// Flag byte plus length.
-    public static let headerLength = 5
+    package static let headerLength = 5
 
     /// The largest first message the sidecar buffers to route a call (4 MiB, gRPC's default
     /// receive limit). Fleet Engine requests are far smaller.
-    public static let defaultMaxMessageLength = 4 * 1024 * 1024
+    static let defaultMaxMessageLength = 4 * 1024 * 1024
 
     /// What the bytes received so far on a stream say about its first message.
-    public enum FirstMessage: Equatable, Sendable {
+    package enum FirstMessage: Equatable, Sendable {
         /// Wait for more DATA: the first message ends at byte `total` (or, while the header is
         /// still incomplete, at least there).
         case needMore(total: Int)
@@ -25,7 +25,7 @@ public enum GRPCMessageFrame {
 
     /// Looks at the start of a request stream's bytes. Decides as soon as the header is in:
     /// an oversized message is refused before its body is waited for.
-    public static func firstMessage(
+    package static func firstMessage(
         in received: UnsafeRawBufferPointer, maxLength: Int = defaultMaxMessageLength
     ) -> FirstMessage {
         guard received.count >= headerLength else {

@@ -5,14 +5,14 @@ import CZlib
 ///
 /// The output is bounded: a few kilobytes of gzip can inflate to gigabytes, so inflating
 /// stops, and the call is refused, as soon as it passes `maxOutput`.
-public enum GzipInflate {
+package enum GzipInflate {
     /// The same bound as a plain first message (`GRPCMessageFrame.defaultMaxMessageLength`).
-    public static let defaultMaxOutput = GRPCMessageFrame.defaultMaxMessageLength
+    static let defaultMaxOutput = GRPCMessageFrame.defaultMaxMessageLength
 
     /// The inflated bytes of `input`, a gzip stream (RFC 1952; several members are read one
     /// after another, as gzip readers do). Errors: `.requestTooLarge` past `maxOutput`,
     /// `.malformedRequest` for anything that is not complete, valid gzip.
-    public static func inflate(
+    package static func inflate(
         _ input: UnsafeRawBufferPointer, maxOutput: Int = defaultMaxOutput
     ) -> Result<[UInt8], ProxyFailure> {
         guard input.count <= Int(UInt32.max) else {

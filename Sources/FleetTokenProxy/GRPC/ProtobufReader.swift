@@ -6,9 +6,9 @@
 /// against what is left before it is read, and lengths are compared as `UInt64` so a huge one
 /// cannot overflow `Int`. Groups (wire types 3 and 4, absent from proto3) are refused rather
 /// than skipped, since skipping them means matching nested start/end tags.
-public struct ProtobufReader {
+package struct ProtobufReader {
     /// The four wire types the reader accepts.
-    public enum WireType: UInt8, Sendable {
+    enum WireType: UInt8, Sendable {
         case varint = 0
         case fixed64 = 1
         case lengthDelimited = 2
@@ -17,13 +17,13 @@ public struct ProtobufReader {
 
     /// One field's value. A length-delimited value (string, bytes, embedded message, packed
     /// repeated field) is a view into the reader's buffer.
-    public enum Value {
+    package enum Value {
         case varint(UInt64)
         case fixed64(UInt64)
         case lengthDelimited(UnsafeRawBufferPointer)
         case fixed32(UInt32)
 
-        public var wireType: WireType {
+        var wireType: WireType {
             switch self {
             case .varint: return .varint
             case .fixed64: return .fixed64
@@ -34,44 +34,44 @@ public struct ProtobufReader {
     }
 
     /// A field as it appears on the wire.
-    public struct Field {
+    package struct Field {
         /// 1 ... 2²⁹−1.
-        public var number: Int
-        public var value: Value
+        package var number: Int
+        package var value: Value
         /// Where the field's tag starts, counted from the start of the outermost message.
-        public var offset: Int
+        package var offset: Int
         /// Where a length-delimited value's bytes start (after its length), same origin.
-        public var valueOffset: Int
+        package var valueOffset: Int
     }
 
     /// The largest field number protobuf allows.
-    public static let maxFieldNumber = (1 << 29) - 1
+    package static let maxFieldNumber = (1 << 29) - 1
 
-    public let bytes: UnsafeRawBufferPointer
+    package let bytes: UnsafeRawBufferPointer
     /// The next byte to read, relative to `bytes`.
-    public private(set) var offset = 0
+    package private(set) var offset = 0
     /// Where `bytes` starts inside the outermost message, so errors from an embedded message
     /// name a position in the message as sent.
-    public let origin: Int
+    package let origin: Int
 
-    public init(_ bytes: UnsafeRawBufferPointer, origin: Int = 0) {
+    package init(_ bytes: UnsafeRawBufferPointer, origin: Int = 0) {
         self.bytes = bytes
         self.origin = origin
     }
 
     /// A reader over the contents of an embedded message field.
-    public init(embeddedIn field: Field) throws(ProtobufError) {
+    package init(embeddedIn field: Field) throws(ProtobufError) {
         guard case .lengthDelimited(let contents) = field.value else {
             throw .unexpectedWireType(field: field.number, wireType: Int(field.value.wireType.rawValue), offset: field.offset)
         }
         self.init(contents, origin: field.valueOffset)
     }
 
-    public var isAtEnd: Bool { offset >= bytes.count }
+    package var isAtEnd: Bool { offset >= bytes.count }
 
     /// The next field, or nil at the end of the message. After an error the reader must not
     /// be used again.
-    public mutating func next() throws(ProtobufError) -> Field? {
+    package mutating func next() throws(ProtobufError) -> Field? {
         guard let tag = try nextTag() else { return nil }
         let value: Value
         var valueOffset = offset
@@ -185,7 +185,7 @@ public struct ProtobufReader {
 
 extension ProtobufReader {
     /// What a search for a singular string (or embedded message) field found.
-    public enum Lookup {
+    package enum Lookup {
         case missing
         case found(UnsafeRawBufferPointer)
         /// The field appears more than once. Protobuf parsers keep the last value, so a router
@@ -202,7 +202,7 @@ extension ProtobufReader {
     /// Each level on the path is read to its end (fields off the path are skipped, not
     /// parsed), so a malformed field anywhere at those levels is an error. Recursion is as deep
     /// as `path` is long.
-    public static func lengthDelimitedField(
+    package static func lengthDelimitedField(
         at path: ArraySlice<Int>, in message: UnsafeRawBufferPointer
     ) throws(ProtobufError) -> Lookup {
         var reader = ProtobufReader(message)
@@ -244,7 +244,7 @@ extension ProtobufReader {
 
 /// Why bytes are not a protobuf message (or not the one expected). Offsets count from the
 /// start of the outermost message.
-public enum ProtobufError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum ProtobufError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The message ends inside the field (or varint) starting at `offset`.
     case truncated(offset: Int)
     /// A varint longer than 10 bytes or with a value above 2⁶⁴−1.
@@ -260,7 +260,7 @@ public enum ProtobufError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A field the caller reads as a string or message came with another wire type.
     case unexpectedWireType(field: Int, wireType: Int, offset: Int)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .truncated(let offset):
             return "the message ends inside the field at byte \(offset)"

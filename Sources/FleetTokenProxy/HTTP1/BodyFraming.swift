@@ -1,5 +1,5 @@
 /// How a message body is delimited (RFC 9112 §6).
-public enum BodyFraming: Equatable, Sendable {
+package enum BodyFraming: Equatable, Sendable {
     /// No body follows the head.
     case none
     /// Exactly this many bytes follow the head.

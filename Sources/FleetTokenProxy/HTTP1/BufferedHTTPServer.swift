@@ -8,7 +8,7 @@ import Glibc
 ///
 /// It hosts the loopback stand-ins (token provider, Fleet Engine) of the demo, the tests and
 /// the benchmark, over plain TCP or TLS. It is not on the proxy's path.
-public final class BufferedHTTPServer {
+package final class BufferedHTTPServer {
     private let loop: EventLoop
     private let tls: TLSContext?
     let handler: HTTPHandler
@@ -16,7 +16,7 @@ public final class BufferedHTTPServer {
     private var listener: Listener?
     private var connections: [ObjectIdentifier: BufferedServerConnection] = [:]
 
-    public init(loop: EventLoop, tls: TLSContext? = nil, maxBodyBytes: Int = 8 * 1024 * 1024, handler: @escaping HTTPHandler) {
+    package init(loop: EventLoop, tls: TLSContext? = nil, maxBodyBytes: Int = 8 * 1024 * 1024, handler: @escaping HTTPHandler) {
         self.loop = loop
         self.tls = tls
         self.maxBodyBytes = maxBodyBytes
@@ -25,14 +25,14 @@ public final class BufferedHTTPServer {
 
     /// Binds and starts accepting; returns the bound address (real port for port 0).
     @discardableResult
-    public func listen(on address: ListenAddress) throws -> String {
+    package func listen(on address: ListenAddress) throws -> String {
         let listener = try Listener(loop: loop, address: address) { [unowned self] fd in accept(fd) }
         self.listener = listener
         return listener.boundDescription
     }
 
     /// Stops accepting and closes every connection.
-    public func close() {
+    package func close() {
         listener?.close()
         listener = nil
         for c in Array(connections.values) { c.close() }

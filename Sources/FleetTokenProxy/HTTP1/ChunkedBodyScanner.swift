@@ -6,7 +6,7 @@
 /// (BWS only before a `;` extension), extensions and trailer fields are checked for stray
 /// control bytes but otherwise not interpreted. The size line and the trailer section are
 /// bounded so a peer cannot make the scanner wait on an endless line.
-public struct ChunkedBodyScanner: Sendable {
+package struct ChunkedBodyScanner: Sendable {
     private enum State: Sendable {
         case sizeDigits       // in the hex chunk-size (`digits` so far)
         case sizeWhitespace   // BWS after the size: only `;` may follow
@@ -34,13 +34,13 @@ public struct ChunkedBodyScanner: Sendable {
     /// `maxChunkLineBytes` bounds one chunk-size line with its extensions (without CRLF);
     /// `maxTrailerBytes` bounds what follows the last chunk's size line: the trailer field
     /// lines and the final CRLF.
-    public init(maxChunkLineBytes: Int = 4096, maxTrailerBytes: Int = 8192) {
+    package init(maxChunkLineBytes: Int = 4096, maxTrailerBytes: Int = 8192) {
         self.maxChunkLineBytes = maxChunkLineBytes
         self.maxTrailerBytes = maxTrailerBytes
     }
 
     /// The last chunk, trailers and final CRLF have all been seen.
-    public var isFinished: Bool { state == .finished }
+    package var isFinished: Bool { state == .finished }
 
     /// Consumes a prefix of `bytes`. Returns how many bytes belong to the body (≤ bytes.count)
     /// and whether the body finished (last chunk, optional trailers, final CRLF); bytes after
@@ -48,7 +48,7 @@ public struct ChunkedBodyScanner: Sendable {
     /// Failures are `.malformedRequest`, or `.requestTooLarge` for an over-long size line or
     /// trailer section (a client reading an upstream maps them to its own failure); after one,
     /// every later call returns it again.
-    public mutating func scan(
+    package mutating func scan(
         _ bytes: UnsafeRawBufferPointer, onData: (UnsafeRawBufferPointer) -> Void = { _ in }
     ) -> Result<(consumed: Int, finished: Bool), ProxyFailure> {
         if let failure { return .failure(failure) }

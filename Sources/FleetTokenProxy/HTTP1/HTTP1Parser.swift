@@ -1,5 +1,5 @@
 /// The outcome of looking for a message head at the start of a connection's input.
-public enum HeadParseResult<Head> {
+package enum HeadParseResult<Head> {
     /// The head does not end within the bytes so far: call again when more have arrived.
     case incomplete
     /// A whole head. Its `headLength` bytes (leading empty lines, start line, field lines and
@@ -17,12 +17,12 @@ extension HeadParseResult: Sendable where Head: Sendable {}
 /// parsers could read differently (bare LF, obs-fold, Transfer-Encoding next to
 /// Content-Length, ...) is refused rather than guessed at, so requests cannot be smuggled.
 /// The parser keeps no state between calls; a caller hands it the whole unconsumed input.
-public enum HTTP1Parser {
+package enum HTTP1Parser {
     /// `bytes` is the start of the connection's input. Finds the end of the head (CRLF CRLF)
     /// itself. `.incomplete` if more bytes are needed and `bytes.count < maxHeadBytes`;
     /// `.invalid(.requestTooLarge)` if no head ends within `maxHeadBytes` or there are more
     /// than `maxHeaderCount` field lines.
-    public static func parseRequest(
+    package static func parseRequest(
         _ bytes: UnsafeRawBufferPointer, maxHeadBytes: Int, maxHeaderCount: Int
     ) -> HeadParseResult<RequestHead> {
         parse(bytes, maxHeadBytes: maxHeadBytes, maxHeaderCount: maxHeaderCount) { (reader: inout HeadReader) throws(HeadStop) in
@@ -36,7 +36,7 @@ public enum HTTP1Parser {
 
     /// Parses an upstream response head the same way as `parseRequest`; the body framing
     /// also depends on the request method, see `ResponseHead.framing(requestMethod:)`.
-    public static func parseResponse(
+    package static func parseResponse(
         _ bytes: UnsafeRawBufferPointer, maxHeadBytes: Int, maxHeaderCount: Int
     ) -> HeadParseResult<ResponseHead> {
         parse(bytes, maxHeadBytes: maxHeadBytes, maxHeaderCount: maxHeaderCount) { (reader: inout HeadReader) throws(HeadStop) in

@@ -8,7 +8,7 @@
 ///
 /// Invariant: `storage` is never mutated after the initializer; the pointers `withView` and
 /// `forEach` hand out point into it and live only for their closure.
-public struct HeadFields: Sendable {
+package struct HeadFields: Sendable {
     /// One field line: where its name and its value (without outer whitespace) are.
     struct Line: Sendable {
         var name: Range<Int>
@@ -21,7 +21,7 @@ public struct HeadFields: Sendable {
     let storage: [UInt8]
     private let linesStart: Int
     /// The number of field lines.
-    public let count: Int
+    package let count: Int
 
     /// Copies `bytes` and `lines` (ranges into `bytes`).
     init(bytes: UnsafeBufferPointer<UInt8>, lines: UnsafeBufferPointer<Line>) {
@@ -50,14 +50,14 @@ public struct HeadFields: Sendable {
         }
     }
 
-    public init() {
+    package init() {
         storage = []
         linesStart = 0
         count = 0
     }
 
     /// The fields of `headers`, written out as `name: value\r\n` lines.
-    public init(_ headers: HTTPHeaders) {
+    package init(_ headers: HTTPHeaders) {
         var bytes: [UInt8] = []
         var lines: [Line] = []
         for field in headers.fields {
@@ -73,7 +73,7 @@ public struct HeadFields: Sendable {
     }
 
     /// The fields as strings. Builds a `String` per name and value: not for the proxy path.
-    public var headers: HTTPHeaders {
+    package var headers: HTTPHeaders {
         withView { view in
             HTTPHeaders((0..<view.count).map { i in
                 (name: view.name(i).string, value: view.value(i).string)

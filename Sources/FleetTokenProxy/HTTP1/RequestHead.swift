@@ -1,5 +1,5 @@
 /// The head of an HTTP/1.x request, as `HTTP1Parser.parseRequest` accepted it (RFC 9112 §3).
-public struct RequestHead: Sendable {
+package struct RequestHead: Sendable {
     /// Where the target is: as the parser found it in the head's bytes (`fields.storage`), or a
     /// `String` it was set to.
     private enum Target: Sendable {
@@ -8,12 +8,12 @@ public struct RequestHead: Sendable {
     }
 
     /// The method token as sent; methods are case-sensitive.
-    public var method: String
+    package var method: String
     private var targetSource: Target
     /// The target in origin form (absolute path and optional `?query`), exactly as sent.
     /// Kept as bytes of the head: the proxy path reads them (`withTarget`) and builds no
     /// `String` (an allocation a call for any target over 15 bytes).
-    public var target: String {
+    package var target: String {
         get {
             switch targetSource {
             case .text(let text): return text
@@ -23,30 +23,30 @@ public struct RequestHead: Sendable {
         set { targetSource = .text(newValue) }
     }
     /// 0 for HTTP/1.0, 1 for HTTP/1.1.
-    public var minorVersion: Int
+    package var minorVersion: Int
     /// Every field line in arrival order, values without leading or trailing whitespace, as
     /// bytes: what the proxy path reads.
-    public var fields: HeadFields {
+    package var fields: HeadFields {
         willSet {
             // The target's bytes live in the old storage: keep it as text.
             if case .bytes = targetSource { targetSource = .text(target) }
         }
     }
     /// `fields` as strings, for code off the proxy path.
-    public var headers: HTTPHeaders {
+    package var headers: HTTPHeaders {
         get { fields.headers }
         set { fields = HeadFields(newValue) }
     }
     /// How the body is delimited: `.none`, `.contentLength` or `.chunked`, never `.untilClose`.
-    public var framing: BodyFraming
+    package var framing: BodyFraming
     /// Whether the client lets the connection carry another request: HTTP/1.1 unless
     /// `Connection: close`, HTTP/1.0 only with `Connection: keep-alive`.
-    public var keepAlive: Bool
+    package var keepAlive: Bool
     /// The client sent `Expect: 100-continue` in an HTTP/1.1 request and may wait for a
     /// `100 Continue` before the body (RFC 9110 §10.1.1; ignored for HTTP/1.0).
-    public var expectsContinue: Bool
+    package var expectsContinue: Bool
 
-    public init(
+    package init(
         method: String, target: String, minorVersion: Int = 1, headers: HTTPHeaders = HTTPHeaders(),
         framing: BodyFraming = .none, keepAlive: Bool = true, expectsContinue: Bool = false
     ) {

@@ -1,16 +1,16 @@
 /// The head of an HTTP/1.x response, as `HTTP1Parser.parseResponse` accepted it (RFC 9112 §4).
-public struct ResponseHead: Sendable {
+package struct ResponseHead: Sendable {
     /// 0 for HTTP/1.0, 1 for HTTP/1.1.
-    public var minorVersion: Int
+    package var minorVersion: Int
     /// The three-digit status code, 100...999.
-    public var status: Int
+    package var status: Int
     /// The reason phrase, possibly empty; it carries no meaning (RFC 9112 §4).
-    public var reason: String
+    package var reason: String
     /// Every field line in arrival order, values without leading or trailing whitespace, as
     /// bytes: what the proxy path reads.
-    public var fields: HeadFields
+    package var fields: HeadFields
     /// `fields` as strings, for code off the proxy path.
-    public var headers: HTTPHeaders {
+    package var headers: HTTPHeaders {
         get { fields.headers }
         set { fields = HeadFields(newValue) }
     }
@@ -19,7 +19,7 @@ public struct ResponseHead: Sendable {
     /// Transfer-Encoding and Content-Length were sent, or when a status that has a body came
     /// without a length (that body can only end at close; for a HEAD request this is
     /// conservative).
-    public var keepAlive: Bool
+    package var keepAlive: Bool
     /// The framing the header fields declare, before the request method and status are taken
     /// into account: `.chunked`, `.contentLength` or `.untilClose`. Worked out once by the
     /// parser from the fields as received; later edits to `headers` do not change it.
@@ -39,7 +39,7 @@ public struct ResponseHead: Sendable {
     /// 204 or 304 response have no body; otherwise chunked when Transfer-Encoding ends in
     /// chunked, the Content-Length when there is one, else `.untilClose` (and then
     /// `keepAlive` is false).
-    public func framing(requestMethod: String) -> BodyFraming {
+    package func framing(requestMethod: String) -> BodyFraming {
         if status < 200 || status == 204 || status == 304 || requestMethod == "HEAD" { return .none }
         return declaredFraming
     }

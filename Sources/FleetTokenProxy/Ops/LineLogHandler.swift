@@ -9,13 +9,13 @@ import Glibc
 /// Under systemd, when stderr is the journal stream (`JOURNAL_STREAM` names its device and
 /// inode), each line starts with the syslog priority `<N>` instead of a timestamp and level
 /// (the sd-daemon convention: journald reads the priority and adds the time itself).
-public struct LineLogHandler: LogHandler {
+package struct LineLogHandler: LogHandler {
     /// Labels that need no mention on each line (the sidecar's own).
     static let quietLabel = "fleet-token-proxy"
 
-    public var logLevel: Logger.Level = .info
-    public var metadata: Logger.Metadata = [:]
-    public var metadataProvider: Logger.MetadataProvider?
+    package var logLevel: Logger.Level = .info
+    package var metadata: Logger.Metadata = [:]
+    package var metadataProvider: Logger.MetadataProvider?
     private let label: String
     private let journal: Bool
     private let write: @Sendable (String) -> Void
@@ -23,18 +23,18 @@ public struct LineLogHandler: LogHandler {
     /// - Parameters:
     ///   - journal: prefix lines with `<N>` priorities (stderr is the journal).
     ///   - write: where finished lines go (stderr unless a test says otherwise).
-    public init(label: String, journal: Bool, write: @escaping @Sendable (String) -> Void = LineLogHandler.writeToStandardError) {
+    package init(label: String, journal: Bool, write: @escaping @Sendable (String) -> Void = LineLogHandler.writeToStandardError) {
         self.label = label
         self.journal = journal
         self.write = write
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var all = metadata
         if let provided = metadataProvider?.get() { all.merge(provided) { _, new in new } }
         if let extra = event.metadata { all.merge(extra) { _, new in new } }
@@ -54,7 +54,7 @@ public struct LineLogHandler: LogHandler {
     }
 
     /// sd-daemon's priorities (`SD_CRIT` 2 … `SD_DEBUG` 7) for swift-log's levels.
-    public static func syslogPriority(_ level: Logger.Level) -> Int {
+    package static func syslogPriority(_ level: Logger.Level) -> Int {
         switch level {
         case .trace, .debug: return 7
         case .info: return 6
@@ -67,7 +67,7 @@ public struct LineLogHandler: LogHandler {
 
     /// True when `JOURNAL_STREAM` (`device:inode`) names the file stderr is: the process was
     /// started by systemd with its stderr connected to journald, and not redirected since.
-    public static func stderrIsJournal(_ journalStream: String?) -> Bool {
+    package static func stderrIsJournal(_ journalStream: String?) -> Bool {
         guard let journalStream else { return false }
         let parts = journalStream.split(separator: ":")
         guard parts.count == 2, let device = UInt64(parts[0]), let inode = UInt64(parts[1]) else { return false }
@@ -77,7 +77,7 @@ public struct LineLogHandler: LogHandler {
     }
 
     /// One `write(2)` a line: lines from different threads never interleave mid-line.
-    public static let writeToStandardError: @Sendable (String) -> Void = { line in
+    static let writeToStandardError: @Sendable (String) -> Void = { line in
         var line = line
         line.withUTF8 { bytes in
             var offset = 0

@@ -5,10 +5,10 @@ import Foundation
 #endif
 import Logging
 
-public enum LogSetup {
+package enum LogSetup {
     /// The process-wide log handler: one event a line on stderr, at `level`; with journald
     /// priorities when stderr is the journal (`JOURNAL_STREAM`).
-    public static func makeLogger(level: Logger.Level, label: String = "fleet-token-proxy") -> Logger {
+    package static func makeLogger(level: Logger.Level, label: String = "fleet-token-proxy") -> Logger {
         bootstrapOnce
         var logger = Logger(label: label)
         logger.logLevel = level
@@ -17,11 +17,11 @@ public enum LogSetup {
 
     /// The per-call access log (`--access-log`): its own label, at `info` whatever `--log-level`
     /// says, since asking for it is asking to see every call.
-    public static func makeAccessLogger() -> Logger {
+    static func makeAccessLogger() -> Logger {
         makeLogger(level: .info, label: accessLabel)
     }
 
-    public static let accessLabel = "fleet-token-proxy.access"
+    static let accessLabel = "fleet-token-proxy.access"
 
     private static let bootstrapOnce: Void = {
         let journal = LineLogHandler.stderrIsJournal(ProcessInfo.processInfo.environment["JOURNAL_STREAM"])

@@ -10,9 +10,9 @@ import struct Prometheus.PrometheusMetricsFactory
 /// id. A disabled instance (no `--admin-listen`) records nothing and costs one branch a call.
 ///
 /// Loop-thread only: the label caches and the last cache counts are plain fields.
-public final class ProxyMetrics {
+final class ProxyMetrics {
     /// What a provider fetch came to, for `fleet_token_proxy_provider_requests_total{outcome}`.
-    public enum ProviderOutcome: String, Sendable, CaseIterable {
+    enum ProviderOutcome: String, Sendable, CaseIterable {
         /// A usable token.
         case success
         /// The provider answered 4xx.
@@ -44,7 +44,7 @@ public final class ProxyMetrics {
     static let bufferedBytesLimit = "fleet_token_proxy_buffered_bytes_limit"
     static let tlsHandshakes = "fleet_token_proxy_tls_handshakes_total"
 
-    public let isEnabled: Bool
+    let isEnabled: Bool
     private let registry: PrometheusCollectorRegistry?
     private let factory: (any MetricsFactory)?
 
@@ -72,7 +72,7 @@ public final class ProxyMetrics {
     private var lastCache = TokenCacheStatistics()
 
     /// A recorder that records nothing (metrics are off unless `--admin-listen` is given).
-    public init() {
+    package init() {
         isEnabled = false
         registry = nil
         factory = nil
@@ -107,7 +107,7 @@ public final class ProxyMetrics {
     /// Metrics in the registry `MetricsSystem` was bootstrapped with, once per process, so that
     /// libraries reporting through swift-metrics land on the same `/metrics` page. One sidecar
     /// a process: a second one would add to the same series.
-    public static func bootstrapped() -> ProxyMetrics {
+    static func bootstrapped() -> ProxyMetrics {
         ProxyMetrics(registry: processRegistry)
     }
 
@@ -136,7 +136,7 @@ public final class ProxyMetrics {
 
     /// One client call answered: `protocol` is `http1`, `h2` or `grpc`; `code` the HTTP status
     /// sent (the gRPC status for gRPC); `seconds` from its head read to its answer's end.
-    public func callFinished(protocol protocolName: String, code: Int, seconds: Double) {
+    func callFinished(protocol protocolName: String, code: Int, seconds: Double) {
         guard isEnabled, let factory else { return }
         let labels = CallLabels(protocolName: protocolName, code: code)
         let counter: Counter
@@ -158,7 +158,7 @@ public final class ProxyMetrics {
     }
 
     /// One token provider fetch ended (a resend after a closed keep-alive connection is part of it).
-    public func providerFetchFinished(_ outcome: ProviderOutcome, seconds: Double) {
+    func providerFetchFinished(_ outcome: ProviderOutcome, seconds: Double) {
         guard isEnabled, let factory else { return }
         let counter: Counter
         if let existing = providerCounters[outcome] {
@@ -188,14 +188,14 @@ public final class ProxyMetrics {
     }
 
     /// Client connections open now.
-    public func openConnectionsChanged(to count: Int) {
+    func openConnectionsChanged(to count: Int) {
         guard isEnabled else { return }
         connections?.record(count)
     }
 
     /// Brings the cache metrics up to date from the cache's own counts (read at scrape time, so
     /// the cache needs no metrics code). Counters move by what changed since the last call.
-    public func observeCache(_ statistics: TokenCacheStatistics, entities count: Int) {
+    func observeCache(_ statistics: TokenCacheStatistics, entities count: Int) {
         guard isEnabled else { return }
         hits?.increment(by: max(0, statistics.hits - lastCache.hits))
         misses?.increment(by: max(0, statistics.misses - lastCache.misses))
@@ -206,14 +206,14 @@ public final class ProxyMetrics {
 
     /// Request bytes held by all connections now, and the cap on them (`--max-buffered-bytes`),
     /// read at scrape time.
-    public func observeBufferBudget(used: Int, limit: Int) {
+    func observeBufferBudget(used: Int, limit: Int) {
         guard isEnabled else { return }
         buffered?.record(used)
         bufferedLimit?.record(limit)
     }
 
     /// The Prometheus text exposition (format 0.0.4) of everything recorded.
-    public func exposition() -> [UInt8] {
+    func exposition() -> [UInt8] {
         var buffer: [UInt8] = []
         registry?.emit(into: &buffer)
         return buffer

@@ -3,12 +3,12 @@ import Glibc
 #endif
 
 /// A listening socket the service manager opened and passed to this process.
-public struct ActivatedSocket: Equatable, Sendable {
-    public let fd: Int32
+package struct ActivatedSocket: Equatable, Sendable {
+    package let fd: Int32
     /// Its `FileDescriptorName=` from the socket unit (`LISTEN_FDNAMES`), or `unknown`.
-    public let name: String
+    package let name: String
 
-    public init(fd: Int32, name: String) {
+    package init(fd: Int32, name: String) {
         self.fd = fd
         self.name = name
     }
@@ -17,14 +17,14 @@ public struct ActivatedSocket: Equatable, Sendable {
 /// systemd socket activation (`sd_listen_fds(3)`): the sockets arrive as fds 3, 4, … with
 /// `LISTEN_FDS` saying how many, `LISTEN_PID` which process they are for and `LISTEN_FDNAMES`
 /// their names, colon-separated.
-public enum SocketActivation {
+package enum SocketActivation {
     /// `SD_LISTEN_FDS_START`.
-    public static let firstFD: Int32 = 3
+    static let firstFD: Int32 = 3
     static let variables = ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"]
 
     /// The sockets `environment` passes to process `pid`; empty when none are passed, or they
     /// are meant for another process (a parent's variables inherited by a child).
-    public static func sockets(environment: [String: String], pid: Int32) throws(ConfigError) -> [ActivatedSocket] {
+    static func sockets(environment: [String: String], pid: Int32) throws(ConfigError) -> [ActivatedSocket] {
         guard let pidText = environment["LISTEN_PID"], let countText = environment["LISTEN_FDS"] else { return [] }
         guard let listenPID = Int32(pidText), listenPID > 0 else {
             throw ConfigError("LISTEN_PID \(ConfigError.quoted(pidText)) is not a process id")
@@ -48,7 +48,7 @@ public enum SocketActivation {
     /// Reads the sockets passed to this process and unsets the variables, so nothing started
     /// later inherits them. Each socket is checked to be a listening stream socket and marked
     /// close-on-exec.
-    public static func takeFromEnvironment(_ environment: [String: String]) throws(ConfigError) -> [ActivatedSocket] {
+    package static func takeFromEnvironment(_ environment: [String: String]) throws(ConfigError) -> [ActivatedSocket] {
         defer { for name in variables { unsetenv(name) } }
         let sockets = try Self.sockets(environment: environment, pid: getpid())
         for socket in sockets {
@@ -71,7 +71,7 @@ public enum SocketActivation {
 
     /// The local address of a socket in `--listen` syntax (`127.0.0.1:4180`, `[::1]:4180`,
     /// `unix:/path`, `unix:@abstract`), for logs.
-    public static func localAddress(of fd: Int32) -> String {
+    static func localAddress(of fd: Int32) -> String {
         boundAddress(of: fd)?.description ?? "fd:\(fd)"
     }
 
@@ -108,7 +108,7 @@ public enum SocketActivation {
     /// docs/CONTRACT.md §6 for sockets passed in as for `--listen`: each must be on loopback or a unix
     /// socket unless `allowNonLoopback`. A socket of another family is refused too: nothing
     /// says who can reach it.
-    public static func checkLoopback(_ sockets: [ActivatedSocket], allowNonLoopback: Bool) throws(ConfigError) {
+    static func checkLoopback(_ sockets: [ActivatedSocket], allowNonLoopback: Bool) throws(ConfigError) {
         guard !allowNonLoopback else { return }
         for socket in sockets {
             guard let address = boundAddress(of: socket.fd) else {

@@ -8,9 +8,9 @@ import Glibc
 /// socket named by `NOTIFY_SOCKET` (a path, or `@name` for the abstract namespace).
 ///
 /// Loop-thread only, like everything the sidecar owns.
-public final class SystemdNotifier {
+package final class SystemdNotifier {
     /// One line of a notification.
-    public enum State: Equatable, Sendable {
+    package enum State: Equatable, Sendable {
         /// Start-up is done: listeners are bound (`READY=1`).
         case ready
         /// Shutdown has begun: draining (`STOPPING=1`).
@@ -38,11 +38,11 @@ public final class SystemdNotifier {
     private var address: sockaddr_un
     private let addressLength: socklen_t
     /// Where the notifications go, as `NOTIFY_SOCKET` said.
-    public let socketName: String
+    package let socketName: String
 
     /// Opens a datagram socket towards `NOTIFY_SOCKET`; nil when the variable is unset or empty
     /// (not started by systemd with `Type=notify`), or names no usable socket.
-    public init?(environment: [String: String]) {
+    package init?(environment: [String: String]) {
         guard let name = environment["NOTIFY_SOCKET"], let (address, length) = Self.socketAddress(name) else { return nil }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
@@ -56,12 +56,12 @@ public final class SystemdNotifier {
 
     /// Sends one datagram with `states`, one a line; false if the manager could not be reached.
     @discardableResult
-    public func notify(_ states: State...) -> Bool {
+    package func notify(_ states: State...) -> Bool {
         notify(states)
     }
 
     @discardableResult
-    public func notify(_ states: [State]) -> Bool {
+    package func notify(_ states: [State]) -> Bool {
         let message = Array(Self.message(states).utf8)
         let sent = message.withUnsafeBytes { bytes in
             withUnsafePointer(to: &address) { pointer in
@@ -75,7 +75,7 @@ public final class SystemdNotifier {
 
     /// Sends `WATCHDOG=1` every `interval` seconds from a timer on `loop`: a loop that is stuck
     /// stops petting, and systemd restarts the service.
-    public func startWatchdog(on loop: EventLoop, every interval: Double) {
+    package func startWatchdog(on loop: EventLoop, every interval: Double) {
         loop.schedule(after: interval) { [weak self, weak loop] in
             guard let self, let loop else { return }
             self.notify(.watchdog)
@@ -110,7 +110,7 @@ public final class SystemdNotifier {
 
     /// Half of `WATCHDOG_USEC`, in seconds: how often to send `WATCHDOG=1`. Nil when no watchdog
     /// is asked for, or it is meant for another process (`WATCHDOG_PID`).
-    public static func watchdogInterval(environment: [String: String], pid: Int32) -> Double? {
+    package static func watchdogInterval(environment: [String: String], pid: Int32) -> Double? {
         guard let text = environment["WATCHDOG_USEC"], let usec = UInt64(text), usec > 0 else { return nil }
         if let pidText = environment["WATCHDOG_PID"], Int32(pidText) != pid { return nil }
         return Double(usec) / 1_000_000 / 2

@@ -37,21 +37,21 @@ final class ProxyCore {
 }
 
 /// Counts of what the sidecar did with calls, for the demo summary and metrics.
-public struct ProxyStatistics: Sendable, Equatable {
+struct ProxyStatistics: Sendable, Equatable {
     /// Calls whose head was read.
-    public var calls = 0
+    package var calls = 0
     /// Calls sent to Fleet Engine (a retry counts once).
-    public var forwarded = 0
+    package var forwarded = 0
     /// Calls answered by the sidecar itself, by HTTP status.
-    public var refusedByStatus: [Int: Int] = [:]
+    var refusedByStatus: [Int: Int] = [:]
     /// gRPC calls answered by the sidecar itself, by gRPC status.
-    public var refusedByGRPCStatus: [Int: Int] = [:]
+    var refusedByGRPCStatus: [Int: Int] = [:]
     /// Upstream answers relayed, by HTTP status.
-    public var upstreamStatus: [Int: Int] = [:]
+    var upstreamStatus: [Int: Int] = [:]
     /// Requests sent again after a reused upstream connection closed before answering.
-    public var upstreamRetries = 0
-    public var openConnections = 0
-    public var acceptedConnections = 0
+    var upstreamRetries = 0
+    var openConnections = 0
+    var acceptedConnections = 0
 }
 
 /// A client-facing connection the `ProxyServer` owns: HTTP/1.1, or HTTP/2 after the preface.

@@ -1,6 +1,6 @@
 /// Every way the sidecar itself can refuse a call, mapped once to what the client's library
 /// understands (docs/CONTRACT.md §5). Messages are for operators and never contain a token.
-public enum ProxyFailure: Error, Sendable, Equatable {
+package enum ProxyFailure: Error, Sendable, Equatable {
     /// Not a Fleet Engine call: never forwarded.
     case notFleetEngineCall(String)
     /// The entity id is missing or not a valid Fleet Engine id.
@@ -23,7 +23,7 @@ public enum ProxyFailure: Error, Sendable, Equatable {
     case overloaded(String)
 
     /// HTTP status for REST clients.
-    public var httpStatus: Int {
+    package var httpStatus: Int {
         switch self {
         case .notFleetEngineCall: return 404
         case .invalidEntity: return 400
@@ -38,7 +38,7 @@ public enum ProxyFailure: Error, Sendable, Equatable {
     }
 
     /// gRPC status code for gRPC clients.
-    public var grpcStatus: Int {
+    var grpcStatus: Int {
         switch self {
         case .notFleetEngineCall: return 12
         case .invalidEntity: return 3
@@ -51,7 +51,7 @@ public enum ProxyFailure: Error, Sendable, Equatable {
     }
 
     /// The canonical status name used in the REST error body's `status` field.
-    public var statusName: String {
+    package var statusName: String {
         switch self {
         case .notFleetEngineCall: return "NOT_FOUND"
         case .invalidEntity: return "INVALID_ARGUMENT"
@@ -63,7 +63,7 @@ public enum ProxyFailure: Error, Sendable, Equatable {
         }
     }
 
-    public var message: String {
+    package var message: String {
         switch self {
         case .notFleetEngineCall(let m), .invalidEntity(let m), .providerRefused(let m),
              .providerUnavailable(let m), .providerAnswerUnusable(let m), .upstreamUnavailable(let m),

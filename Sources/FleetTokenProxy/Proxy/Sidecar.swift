@@ -7,8 +7,8 @@ import Logging
 
 /// The whole sidecar on one event loop: client listener, token cache, provider client and
 /// upstream pool, built from a `Configuration`.
-public final class Sidecar {
-    public let configuration: Configuration
+package final class Sidecar {
+    package let configuration: Configuration
     private let loop: EventLoop
     private let logger: Logger
     private let core: ProxyCore
@@ -23,7 +23,7 @@ public final class Sidecar {
     private var draining = false
 
     /// Builds every part; fails (for a clear start-up error) on an unreadable CA or header file.
-    public init(configuration: Configuration, loop: EventLoop, logger: Logger, clock: TokenClock = SystemClock()) throws {
+    package init(configuration: Configuration, loop: EventLoop, logger: Logger, clock: TokenClock = SystemClock()) throws {
         self.configuration = configuration
         self.loop = loop
         self.logger = logger
@@ -118,7 +118,7 @@ public final class Sidecar {
     /// Binds the configured listener (and the admin listener); returns the bound address (real
     /// port for port 0).
     @discardableResult
-    public func start() throws -> String {
+    package func start() throws -> String {
         let bound = try server.listen(on: configuration.listen, socketMode: configuration.socketMode)
         var metadata: Logger.Metadata = [
             "address": "\(bound)", "upstream": "\(configuration.upstream)", "provider": "\(configuration.providerURL.map { "\($0)" } ?? "none")",
@@ -133,7 +133,7 @@ public final class Sidecar {
     /// `--listen`; returns their addresses, comma-separated. Refuses (`ConfigError`) a socket
     /// not on loopback, as `--listen` does, unless `allowNonLoopback`.
     @discardableResult
-    public func start(adopting sockets: [ActivatedSocket]) throws -> String {
+    package func start(adopting sockets: [ActivatedSocket]) throws -> String {
         try SocketActivation.checkLoopback(sockets, allowNonLoopback: configuration.allowNonLoopback)
         var addresses: [String] = []
         for socket in sockets {
@@ -165,10 +165,10 @@ public final class Sidecar {
     }
 
     /// The admin listener's bound address, if it is on.
-    public var adminAddress: String? { admin?.boundDescription }
+    var adminAddress: String? { admin?.boundDescription }
 
     /// Nil when the sidecar takes calls; otherwise why not (`/readyz`).
-    public var notReadyReason: String? {
+    var notReadyReason: String? {
         if draining { return "draining" }
         if !server.isListening { return "not listening" }
         return nil
@@ -176,7 +176,7 @@ public final class Sidecar {
 
     /// Re-reads `--provider-header-file` (SIGHUP): the next provider request uses it; cached
     /// tokens and connections are kept. A bad file keeps the old headers.
-    public func reloadProviderHeaders() {
+    package func reloadProviderHeaders() {
         guard let provider, let file = configuration.providerHeaderFile else { return }
         do {
             provider.headers = configuration.providerHeaders + (try Self.readHeaderFile(file))
@@ -188,7 +188,7 @@ public final class Sidecar {
 
     /// Re-reads every `--signer key-file:` (SIGHUP): the next token is signed with the new key;
     /// a bad file keeps the previous key, with one error line.
-    public func reloadSigningKeys() {
+    package func reloadSigningKeys() {
         signers.forEach { $0.reload() }
     }
 
@@ -198,7 +198,7 @@ public final class Sidecar {
 
     /// Stops accepting, lets calls in flight finish for up to `timeout` seconds, then closes
     /// what is left and calls `done`.
-    public func drain(timeout: Double, done: @escaping () -> Void) {
+    package func drain(timeout: Double, done: @escaping () -> Void) {
         draining = true
         var finished = false
         let finish = { [self] in
@@ -223,8 +223,8 @@ public final class Sidecar {
         }
     }
 
-    public var cacheStatistics: TokenCacheStatistics { cache.statistics }
-    public var cachedEntities: Int { cache.count }
+    package var cacheStatistics: TokenCacheStatistics { cache.statistics }
+    package var cachedEntities: Int { cache.count }
 
     static func readHeaderFile(_ path: String) throws -> [HeaderField] {
         guard let data = FileManager.default.contents(atPath: path) else {

@@ -5,12 +5,12 @@
 /// (grapheme clusters): scalar counts are what a server counting code points sees, they do
 /// not change between Unicode versions, and they can be counted in one pass over UTF-8 bytes.
 /// So `"e\u{301}"` (e + combining acute) is two characters here.
-public enum EntityID {
+enum EntityID {
     /// The longest id Fleet Engine accepts, in Unicode scalars.
-    public static let maxLength = 64
+    package static let maxLength = 64
 
     /// True when `id` may name a Fleet Engine entity (docs/CONTRACT.md §2).
-    public static func isValid(_ id: String) -> Bool {
+    static func isValid(_ id: String) -> Bool {
         problem(with: id) == nil
     }
 

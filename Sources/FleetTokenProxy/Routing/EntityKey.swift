@@ -1,5 +1,5 @@
 /// The kind of Fleet Engine entity a token is scoped to (docs/CONTRACT.md §3).
-public enum EntityType: String, Sendable, CaseIterable, Hashable {
+package enum EntityType: String, Sendable, CaseIterable, Hashable {
     case vehicle
     case trip
     case deliveryVehicle = "delivery_vehicle"
@@ -23,32 +23,32 @@ public enum EntityType: String, Sendable, CaseIterable, Hashable {
 }
 
 /// What a token is cached under: the Google Cloud project plus the entity.
-public struct EntityKey: Hashable, Sendable, CustomStringConvertible {
-    public var provider: String
-    public var type: EntityType
+package struct EntityKey: Hashable, Sendable, CustomStringConvertible {
+    package var provider: String
+    package var type: EntityType
     /// The percent-decoded, validated entity id; `*` for `.fleet`.
-    public var id: String
+    package var id: String
 
-    public init(provider: String, type: EntityType, id: String) {
+    package init(provider: String, type: EntityType, id: String) {
         self.provider = provider
         self.type = type
         self.id = id
     }
 
-    public static func fleet(provider: String) -> EntityKey {
+    package static func fleet(provider: String) -> EntityKey {
         EntityKey(provider: provider, type: .fleet, id: "*")
     }
 
-    public var description: String { "\(provider)/\(type.rawValue)/\(id)" }
+    package var description: String { "\(provider)/\(type.rawValue)/\(id)" }
 
     /// Written out because the token cache hashes and compares a key on every call, and the
     /// synthesized versions read `type` through its String `rawValue`. The id is compared
     /// first: it is the part in which most keys differ.
-    public static func == (lhs: EntityKey, rhs: EntityKey) -> Bool {
+    package static func == (lhs: EntityKey, rhs: EntityKey) -> Bool {
         lhs.id == rhs.id && lhs.type.ordinal == rhs.type.ordinal && lhs.provider == rhs.provider
     }
 
-    public func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         hasher.combine(provider)
         hasher.combine(type.ordinal)
         hasher.combine(id)

@@ -1,5 +1,5 @@
 /// The Fleet Engine gRPC services (docs/CONTRACT.md §3).
-public enum GRPCService: String, Sendable, CaseIterable {
+package enum GRPCService: String, Sendable, CaseIterable {
     case vehicles = "maps.fleetengine.v1.VehicleService"
     case trips = "maps.fleetengine.v1.TripService"
     case delivery = "maps.fleetengine.delivery.v1.DeliveryService"
@@ -10,16 +10,16 @@ public enum GRPCService: String, Sendable, CaseIterable {
 ///
 /// A class: the table is built once and each call only holds a reference to its row.
 /// Immutable, hence `Sendable`.
-public final class GRPCRouteRule: Sendable, Hashable, CustomStringConvertible {
-    public let service: GRPCService
+package final class GRPCRouteRule: Sendable, Hashable, CustomStringConvertible {
+    package let service: GRPCService
     /// The method name, e.g. `GetVehicle`.
-    public let method: String
+    package let method: String
     /// The entity the call's token is scoped to; `.fleet` for listings, searches and reports.
-    public let entityType: EntityType
+    package let entityType: EntityType
     /// Where the request message names the entity.
     let source: EntitySource
     /// The HTTP/2 `:path` of the method.
-    public let path: String
+    package let path: String
 
     init(service: GRPCService, method: String, entityType: EntityType, source: EntitySource) {
         self.service = service
@@ -29,11 +29,11 @@ public final class GRPCRouteRule: Sendable, Hashable, CustomStringConvertible {
         path = "/\(service.rawValue)/\(method)"
     }
 
-    public var description: String { "\(service.rawValue)/\(method)" }
+    package var description: String { "\(service.rawValue)/\(method)" }
 
-    public static func == (lhs: GRPCRouteRule, rhs: GRPCRouteRule) -> Bool { lhs.path == rhs.path }
+    package static func == (lhs: GRPCRouteRule, rhs: GRPCRouteRule) -> Bool { lhs.path == rhs.path }
 
-    public func hash(into hasher: inout Hasher) { hasher.combine(path) }
+    package func hash(into hasher: inout Hasher) { hasher.combine(path) }
 }
 
 /// A field of a request message, or a field of an embedded message (`task.name`: field 3,

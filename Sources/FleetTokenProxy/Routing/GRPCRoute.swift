@@ -10,15 +10,15 @@
 /// percent-encoded URL paths: they are split at `/` and compared byte for byte. `classify` runs
 /// on every call, so it reads the message in place and allocates only the strings of the key
 /// it returns (and messages, on failure).
-public enum GRPCRoute {
+package enum GRPCRoute {
     /// The routing rule for a `:path` like "/maps.fleetengine.v1.VehicleService/GetVehicle";
     /// nil → UNIMPLEMENTED (not a Fleet Engine method).
-    public static func rule(forPath path: String) -> GRPCRouteRule? {
+    package static func rule(forPath path: String) -> GRPCRouteRule? {
         GRPCMethodTable.rule(forPath: path)
     }
 
     /// Which entity the call is about, from its first request message (already inflated).
-    public static func classify(rule: GRPCRouteRule, message: UnsafeRawBufferPointer) -> Result<EntityKey, ProxyFailure> {
+    package static func classify(rule: GRPCRouteRule, message: UnsafeRawBufferPointer) -> Result<EntityKey, ProxyFailure> {
         do {
             return .success(try entity(rule: rule, message: message))
         } catch {

@@ -1,11 +1,11 @@
 /// Percent-decoding (RFC 3986 §2.1) of request path segments and query components.
 ///
 /// Works on UTF-8 bytes without Foundation: it runs for every routed call.
-public enum PercentDecoding {
+package enum PercentDecoding {
     /// Decodes `%XX` escapes; returns nil for a malformed escape (`%`, `%4`, `%zz`) or when the
     /// decoded bytes are not valid UTF-8. With `plusAsSpace` (query components,
     /// `application/x-www-form-urlencoded`) a literal `+` means a space; an encoded `%2B` stays `+`.
-    public static func decode<S: StringProtocol>(_ s: S, plusAsSpace: Bool = false) -> String? {
+    package static func decode<S: StringProtocol>(_ s: S, plusAsSpace: Bool = false) -> String? {
         if let decoded = s.utf8.withContiguousStorageIfAvailable({ decode(utf8: $0, plusAsSpace: plusAsSpace) }) {
             return decoded
         }

@@ -8,9 +8,9 @@
 /// The caller forwards the request target exactly as received; this type only reads it.
 /// It runs on every call, so it scans the target's UTF-8 bytes once, by integer index, and
 /// allocates only the strings of the key it returns (and messages, on failure).
-public enum RESTRoute {
+package enum RESTRoute {
     /// Which entity a REST call is about. `target` is the raw request target (path + optional query).
-    public static func classify(method: String, target: String) -> Result<EntityKey, ProxyFailure> {
+    package static func classify(method: String, target: String) -> Result<EntityKey, ProxyFailure> {
         var contiguous = target
         return contiguous.withUTF8 { classify(method: method, target: $0) }
     }

@@ -5,20 +5,20 @@
 /// failed together (a provider outage hits the whole fleet at once) do not probe together,
 /// and no wait is longer than the step, so a provider that recovers is used again within one
 /// step.
-public struct BackoffPolicy: Sendable, Equatable {
+struct BackoffPolicy: Sendable, Equatable {
     /// The step after the first failure.
-    public var initial: Double
+    var initial: Double
     /// The longest step.
-    public var maximum: Double
+    var maximum: Double
 
-    public init(initial: Double = 1, maximum: Double = 60) {
+    package init(initial: Double = 1, maximum: Double = 60) {
         self.initial = initial
         self.maximum = maximum
     }
 
     /// The full step after `failures` failures in a row: 0 for none, `initial` for one,
     /// doubling from there, never over `maximum`.
-    public func step(afterFailures failures: Int) -> Double {
+    package func step(afterFailures failures: Int) -> Double {
         guard failures > 0 else { return 0 }
         // 2^30 steps of a second is decades: enough, and no overflow for any count.
         let doublings = Double(1 << min(failures - 1, 30))
@@ -27,7 +27,7 @@ public struct BackoffPolicy: Sendable, Equatable {
 
     /// The wait after `failures` failures in a row, for `jitter` drawn uniformly from [0, 1):
     /// in (step / 2, step].
-    public func delay(afterFailures failures: Int, jitter: Double) -> Double {
+    package func delay(afterFailures failures: Int, jitter: Double) -> Double {
         let jitter = min(max(jitter, 0), 1)
         return step(afterFailures: failures) * (1 - jitter / 2)
     }

@@ -6,7 +6,7 @@ import Darwin
 
 /// Time as the token cache sees it. Scheduling uses the monotonic clock; only a token's
 /// absolute expiry (JWT `exp`, epoch timestamps) is read against the wall clock.
-public protocol TokenClock: AnyObject {
+package protocol TokenClock: AnyObject {
     /// Monotonic seconds since an arbitrary origin.
     var monotonicNow: Double { get }
     /// Wall-clock seconds since the Unix epoch.
@@ -14,16 +14,16 @@ public protocol TokenClock: AnyObject {
 }
 
 /// The real clocks of the machine.
-public final class SystemClock: TokenClock {
-    public init() {}
+package final class SystemClock: TokenClock {
+    package init() {}
 
-    public var monotonicNow: Double {
+    package var monotonicNow: Double {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
-    public var wallNow: Double {
+    package var wallNow: Double {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9

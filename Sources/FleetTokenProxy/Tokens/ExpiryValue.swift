@@ -1,6 +1,6 @@
 /// Reads a provider's expiry field (docs/CONTRACT.md §4). Google's samples disagree on what the number
 /// means, so it is read by size; a string may also be an RFC 3339 time.
-public enum ExpiryValue {
+package enum ExpiryValue {
     /// At or above this a number is epoch milliseconds (10¹² ms is September 2001).
     static let epochMillisecondsThreshold = 1e12
     /// At or above this a number is epoch seconds (10⁹ s is September 2001); below it,
@@ -10,7 +10,7 @@ public enum ExpiryValue {
     /// The absolute expiry in epoch seconds, or nil if `value` is none of: a JSON number, a
     /// string of decimal digits (with an optional fraction), an RFC 3339 date-time.
     /// Booleans, negative or non-finite numbers, and times before 1970 are not expiries.
-    public static func absoluteExpiry(from value: JSONish, wallNow: Double) -> Double? {
+    package static func absoluteExpiry(from value: JSONish, wallNow: Double) -> Double? {
         switch value {
         case .string(let text): return absoluteExpiry(fromText: text, wallNow: wallNow)
         case .number(let number): return bySize(number, wallNow: wallNow)
@@ -21,7 +21,7 @@ public enum ExpiryValue {
 
     /// The same for a Swift value: a `JSONish`, a string, or a number (an integer or a binary
     /// floating-point value, never a `Bool`); nil for anything else.
-    public static func absoluteExpiry(from value: Any, wallNow: Double) -> Double? {
+    package static func absoluteExpiry(from value: Any, wallNow: Double) -> Double? {
         switch value {
         case let json as JSONish: return absoluteExpiry(from: json, wallNow: wallNow)
         case let text as String: return absoluteExpiry(fromText: text, wallNow: wallNow)

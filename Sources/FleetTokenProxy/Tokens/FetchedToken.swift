@@ -1,25 +1,25 @@
 /// A token as the provider handed it out, with the expiry the sidecar will hold it to.
-public struct FetchedToken: Sendable, Equatable {
+package struct FetchedToken: Sendable, Equatable {
     /// The token itself: visible ASCII only, safe to put in an `Authorization` header.
     /// Never log it; use `TokenFingerprint.of(_:)` to tell tokens apart.
-    public var token: String
+    package var token: String
     /// Wall-clock epoch seconds: the earlier of the provider's expiry and the JWT's `exp`.
-    public var expiresAt: Double
+    package var expiresAt: Double
     /// The JWT's `iat` in epoch seconds, if the token is a JWT that has one.
-    public var issuedAt: Double?
+    package var issuedAt: Double?
     /// The JWT's claims as `ProviderAnswer` decoded them, so `TokenScopeCheck` need not decode
     /// them again (a decode is most of a cold miss's CPU); nil for an opaque token, or when
     /// the value was made without them. Derived from `token`, so not part of equality.
-    public var claims: JWTClaims?
+    package var claims: JWTClaims?
 
-    public init(token: String, expiresAt: Double, issuedAt: Double? = nil, claims: JWTClaims? = nil) {
+    package init(token: String, expiresAt: Double, issuedAt: Double? = nil, claims: JWTClaims? = nil) {
         self.token = token
         self.expiresAt = expiresAt
         self.issuedAt = issuedAt
         self.claims = claims
     }
 
-    public static func == (lhs: FetchedToken, rhs: FetchedToken) -> Bool {
+    package static func == (lhs: FetchedToken, rhs: FetchedToken) -> Bool {
         lhs.token == rhs.token && lhs.expiresAt == rhs.expiresAt && lhs.issuedAt == rhs.issuedAt
     }
 }

@@ -2,7 +2,7 @@
 /// without Foundation's `JSONSerialization` (which would load all of Foundation and ICU into
 /// the sidecar: about 7 MB of its idle memory) or its Codable decoders (about 350k
 /// instructions per JWT, on the path of every cold miss).
-public enum JSONish: Sendable, Equatable {
+package enum JSONish: Sendable, Equatable {
     case string(String)
     case number(Double)
     case bool(Bool)
@@ -12,13 +12,13 @@ public enum JSONish: Sendable, Equatable {
 
     /// The JSON text `bytes` (UTF-8) as a value; nil when it is not JSON (`JSONReader`). A
     /// scalar is a JSON text too: callers that want an object say so.
-    public static func parse(_ bytes: [UInt8]) -> JSONish? {
+    package static func parse(_ bytes: [UInt8]) -> JSONish? {
         bytes.withUnsafeBufferPointer { JSONReader.parse($0) }
     }
 
     /// The value as JSON text, object members sorted by name, slashes not escaped, whole
     /// numbers written as integers; "null" if it holds a number JSON cannot write (NaN, ±∞).
-    public var jsonText: String {
+    package var jsonText: String {
         var text: [UInt8] = []
         guard write(to: &text) else { return "null" }
         return String(decoding: text, as: UTF8.self)
@@ -89,13 +89,13 @@ public enum JSONish: Sendable, Equatable {
 
 extension JSONish {
     /// The string, if the value is one.
-    public var stringValue: String? {
+    package var stringValue: String? {
         if case .string(let string) = self { return string }
         return nil
     }
 
     /// An array or an object: a JSON text as RFC 4627 had it, and as a provider answers.
-    public var isContainer: Bool {
+    var isContainer: Bool {
         switch self {
         case .array, .object: return true
         case .string, .number, .bool, .null: return false
@@ -103,7 +103,7 @@ extension JSONish {
     }
 
     /// The number, if the value is one (never a boolean).
-    public var numberValue: Double? {
+    package var numberValue: Double? {
         if case .number(let number) = self { return number }
         return nil
     }

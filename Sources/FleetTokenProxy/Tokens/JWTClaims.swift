@@ -1,18 +1,18 @@
 /// The claims of a compact JWT that the sidecar reads, decoded but NOT verified: the provider
 /// is trusted, and Fleet Engine verifies the signature. Used to bound a token's expiry by
 /// `exp`, to learn its lifetime from `iat`, and to check which entities it names.
-public struct JWTClaims: Sendable, Equatable {
+package struct JWTClaims: Sendable, Equatable {
     /// `exp` in epoch seconds.
-    public var exp: Double?
+    package var exp: Double?
     /// `iat` in epoch seconds.
-    public var iat: Double?
+    package var iat: Double?
     /// `aud` as a list, whether the token carries one string or an array.
-    public var aud: [String]
+    package var aud: [String]
     /// The Fleet Engine `authorization` claim as sent (`vehicleid`, `tripid`,
     /// `deliveryvehicleid`, `taskid`, `taskids`, `trackingid`); empty when absent.
-    public var authorization: [String: JSONish]
+    package var authorization: [String: JSONish]
 
-    public init(exp: Double? = nil, iat: Double? = nil, aud: [String] = [], authorization: [String: JSONish] = [:]) {
+    package init(exp: Double? = nil, iat: Double? = nil, aud: [String] = [], authorization: [String: JSONish] = [:]) {
         self.exp = exp
         self.iat = iat
         self.aud = aud
@@ -21,7 +21,7 @@ public struct JWTClaims: Sendable, Equatable {
 
     /// The entity ids an `authorization` member names: one string, or an array of strings
     /// (`taskids`). Empty when the member is absent or of another shape.
-    public func authorizedIDs(_ member: String) -> [String] {
+    func authorizedIDs(_ member: String) -> [String] {
         switch authorization[member] {
         case .string(let id):
             return [id]
@@ -37,7 +37,7 @@ public struct JWTClaims: Sendable, Equatable {
 
     /// Decodes `header.payload.signature`. Nil when the token is not three base64url parts
     /// whose header and payload are JSON objects: then it is an opaque token.
-    public static func decode(_ token: String) -> JWTClaims? {
+    package static func decode(_ token: String) -> JWTClaims? {
         // Over the token's contiguous UTF-8 (a token read from JSON always has it): walking a
         // String's UTF8View byte by byte cost more than the rest of the decode.
         var token = token
@@ -86,11 +86,11 @@ public struct JWTClaims: Sendable, Equatable {
 }
 
 /// RFC 4648 §5 base64url without padding, as JWTs use it.
-public enum Base64URL {
+package enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
     /// `bytes` as unpadded base64url (RFC 7515 §2).
-    public static func encode(_ bytes: [UInt8]) -> String {
+    package static func encode(_ bytes: [UInt8]) -> String {
         var out: [UInt8] = []
         out.reserveCapacity((bytes.count * 4 + 2) / 3)
         var index = 0

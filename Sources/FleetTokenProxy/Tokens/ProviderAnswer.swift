@@ -1,15 +1,15 @@
 /// Reads the token provider's JSON answer (docs/CONTRACT.md §4) into a token and the expiry the sidecar
 /// will hold it to. Every refusal names the field or the problem, never the token or the
 /// body, because the message may reach a log line or a client.
-public enum ProviderAnswer {
+package enum ProviderAnswer {
     /// Tried in order when no token field is configured.
-    public static let defaultTokenFields = ["token", "jwt", "access_token"]
+    static let defaultTokenFields = ["token", "jwt", "access_token"]
     /// Tried in order when no expiry field is configured.
-    public static let defaultExpiryFields = [
+    static let defaultExpiryFields = [
         "expirationTimestamp", "expiration", "expires_at", "expiresInSeconds", "expires_in", "TOKEN_EXPIRATION",
     ]
 
-    public static func parse(
+    package static func parse(
         body: [UInt8],
         tokenField: String?,
         expiryField: String?,

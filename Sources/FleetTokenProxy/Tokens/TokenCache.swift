@@ -1,36 +1,36 @@
 /// Counters of the token cache, for `/metrics` and tests. Every call to `token(for:)` is a
 /// hit, a miss, or refused at once (during backoff, or with too many calls waiting);
 /// `coalesced` counts the misses that joined a fetch already in flight.
-public struct TokenCacheStatistics: Sendable, Equatable {
+package struct TokenCacheStatistics: Sendable, Equatable {
     /// Calls answered at once with a cached token (in the refresh window and backoff too).
-    public var hits: Int
+    package var hits: Int
     /// Calls that had to wait for a fetch.
-    public var misses: Int
+    package var misses: Int
     /// Misses that joined a fetch already in flight instead of starting one.
-    public var coalesced: Int
+    package var coalesced: Int
     /// Fetches started, background refreshes and backoff probes included.
-    public var providerFetches: Int
+    package var providerFetches: Int
     /// Fetches that ended without a usable token.
-    public var providerFailures: Int
+    var providerFailures: Int
     /// Entities dropped to stay within `maxEntities`.
-    public var evictions: Int
+    var evictions: Int
     /// Fetches started by a timer, with no call waiting: refreshes ahead and backoff probes.
-    public var timerFetches: Int
+    var timerFetches: Int
     /// Calls answered at once with the last fetch's error because the entity is backing off.
-    public var refusedDuringBackoff: Int
+    var refusedDuringBackoff: Int
     /// Calls refused because the entity already had the maximum of calls waiting.
-    public var refusedTooManyWaiting: Int
+    var refusedTooManyWaiting: Int
     /// Provider answers refused by `TokenScopeCheck` (wrong audience, lifetime or entity).
-    public var wrongTokens: Int
+    var wrongTokens: Int
     /// Tokens dropped because Fleet Engine refused them (`invalidate`).
-    public var invalidations: Int
+    var invalidations: Int
     /// Refusals of the cached token not honoured because one of the entity's tokens was
     /// dropped less than `TokenEntry.invalidationHoldOff` before.
-    public var invalidationsHeldOff: Int
+    var invalidationsHeldOff: Int
     /// Entities dropped because nothing about them was worth keeping any more.
-    public var idleDrops: Int
+    var idleDrops: Int
 
-    public init(
+    package init(
         hits: Int = 0, misses: Int = 0, coalesced: Int = 0,
         providerFetches: Int = 0, providerFailures: Int = 0, evictions: Int = 0,
         timerFetches: Int = 0, refusedDuringBackoff: Int = 0, refusedTooManyWaiting: Int = 0,
@@ -61,8 +61,8 @@ public struct TokenCacheStatistics: Sendable, Equatable {
 /// Lives on one event-loop thread: not `Sendable`, no locks. Completions run on that thread,
 /// sometimes before `token(for:)` returns, and may call `token(for:)` again: every change of
 /// state is made before a completion or the fetcher is called.
-public final class TokenCache {
-    public typealias Completion = (Result<String, ProxyFailure>) -> Void
+final class TokenCache {
+    typealias Completion = (Result<String, ProxyFailure>) -> Void
 
     /// An entity's state machine, its queued calls and its place in the recency list (its
     /// timer deadline is in `deadlines`). One per cached entity, so kept small: 32-bit links,
@@ -136,10 +136,10 @@ public final class TokenCache {
     /// True while due deadlines are being run: `wakeUp` is armed once, after them.
     private var runningDueTimers = false
 
-    public private(set) var statistics = TokenCacheStatistics()
+    package private(set) var statistics = TokenCacheStatistics()
 
     /// Entities currently cached (with a token, a fetch in flight, or backing off).
-    public var count: Int { slotByKey.count }
+    package var count: Int { slotByKey.count }
 
     /// - Parameters:
     ///   - fetcher: where tokens come from (the provider client).
@@ -152,7 +152,7 @@ public final class TokenCache {
     ///   - backoff: per-entity waits after failed fetches (`--provider-backoff-max`).
     ///   - maxWaiters: calls that may wait for one entity's fetch; more are refused at once.
     ///   - random: uniform numbers from [0, 1) for jitter; fixed in tests.
-    public init(
+    package init(
         fetcher: TokenFetcher, clock: TokenClock, timing: TokenTiming, maxEntities: Int,
         scheduler: Scheduler? = nil, backoff: BackoffPolicy = BackoffPolicy(),
         maxWaiters: Int = TokenEntry.defaultMaxWaiters,
@@ -178,7 +178,7 @@ public final class TokenCache {
     /// Calls `completion` exactly once with a token fetched for `key`, or with the failure of
     /// the fetch every waiting call shares, or at once with the last failure while the
     /// entity backs off.
-    public func token(for key: EntityKey, completion: @escaping Completion) {
+    package func token(for key: EntityKey, completion: @escaping Completion) {
         let now = clock.monotonicNow
         dropIdleEntries(now: now)
         let index = touch(key)
@@ -219,7 +219,7 @@ public final class TokenCache {
     /// together cause one fetch, not one each; and an entity's token is dropped at most once
     /// per `TokenEntry.invalidationHoldOff`, so 401s provoked on purpose cannot make every
     /// call a provider fetch.
-    public func invalidate(_ key: EntityKey, token: String) {
+    func invalidate(_ key: EntityKey, token: String) {
         guard let index = slot(of: key) else { return }
         let now = clock.monotonicNow
         switch slots[index].entry.invalidate(token: token, now: now) {

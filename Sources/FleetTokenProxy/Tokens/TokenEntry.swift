@@ -70,17 +70,17 @@
 /// "Expired" is not a stored state: a fresh token is expired from its floor on, which only
 /// time decides (`phase(at:)` names it). Times are monotonic seconds; the wall clock is only
 /// used to turn the provider's absolute expiry into a monotonic one at receipt.
-public struct TokenEntry: Sendable {
+struct TokenEntry: Sendable {
     /// A token being served, with monotonic deadlines fixed at receipt.
-    public struct HeldToken: Sendable, Equatable, CustomStringConvertible {
-        public var value: String
+    struct HeldToken: Sendable, Equatable, CustomStringConvertible {
+        package var value: String
         /// From here the token is due for refresh.
-        public var refreshAt: Double
+        var refreshAt: Double
         /// From here (`expiresAt − floor`) the token is no longer served.
-        public var floorAt: Double
-        public var expiresAt: Double
+        var floorAt: Double
+        package var expiresAt: Double
 
-        public init(value: String, refreshAt: Double, floorAt: Double, expiresAt: Double) {
+        package init(value: String, refreshAt: Double, floorAt: Double, expiresAt: Double) {
             self.value = value
             self.refreshAt = refreshAt
             self.floorAt = floorAt
@@ -88,7 +88,7 @@ public struct TokenEntry: Sendable {
         }
 
         /// Never shows the token, so a state can be logged or printed by a failing test.
-        public var description: String {
+        package var description: String {
             "token …\(TokenFingerprint.of(value)) refreshAt \(refreshAt) floorAt \(floorAt) expiresAt \(expiresAt)"
         }
 
@@ -98,22 +98,22 @@ public struct TokenEntry: Sendable {
 
     /// After a failed fetch: calls are answered from here without asking the provider until
     /// `retryAt`, when one probe goes out.
-    public struct Backoff: Sendable, Equatable {
+    struct Backoff: Sendable, Equatable {
         /// What the last fetch failed with; calls without a usable token get it at once.
-        public var failure: ProxyFailure
+        package var failure: ProxyFailure
         /// From here the next call, or the timer, sends one probe to the provider.
-        public var retryAt: Double
+        var retryAt: Double
         /// The token being replaced when the refresh failed, served until its floor.
-        public var token: HeldToken?
+        package var token: HeldToken?
 
-        public init(failure: ProxyFailure, retryAt: Double, token: HeldToken? = nil) {
+        package init(failure: ProxyFailure, retryAt: Double, token: HeldToken? = nil) {
             self.failure = failure
             self.retryAt = retryAt
             self.token = token
         }
     }
 
-    public enum State: Sendable, Equatable {
+    enum State: Sendable, Equatable {
         /// No token and no fetch: never asked, or the token was invalidated.
         case idle
         /// One fetch in flight and no token that may be served; `waiters` calls wait for it.
@@ -129,12 +129,12 @@ public struct TokenEntry: Sendable {
     }
 
     /// The state as an operator would name it at a given time (for tests, logs and metrics).
-    public enum Phase: String, Sendable, Equatable {
+    enum Phase: String, Sendable, Equatable {
         case absent, fetching, fresh, refreshDue, refreshing, backingOff, expired
     }
 
     /// What the cache does for a call that wants the token.
-    public enum RequestAction: Sendable, Equatable {
+    enum RequestAction: Sendable, Equatable {
         /// Answer the call with this token now.
         case serve(String)
         /// Answer the call with this token now and start one background fetch.
@@ -148,14 +148,14 @@ public struct TokenEntry: Sendable {
     }
 
     /// What the cache does when the fetch in flight ends.
-    public enum FetchAction: Sendable, Equatable {
+    enum FetchAction: Sendable, Equatable {
         /// Answer every queued call (there may be none) with this result. A success has been
         /// stored; a failure means the provider gave nothing usable and nothing was stored.
         case answerWaiters(Result<String, ProxyFailure>)
     }
 
     /// What came of `invalidate(token:now:)`.
-    public enum InvalidationOutcome: Sendable, Equatable {
+    enum InvalidationOutcome: Sendable, Equatable {
         /// The token was dropped: the next call waits for a new one.
         case dropped
         /// The token is held, but one was dropped less than `invalidationHoldOff` ago: it is
@@ -164,7 +164,7 @@ public struct TokenEntry: Sendable {
     }
 
     /// What the cache does when the entity's timer fires.
-    public enum TimerAction: Sendable, Equatable {
+    enum TimerAction: Sendable, Equatable {
         /// Start one background fetch (a refresh ahead, or a backoff probe).
         case startFetch
         /// The entity is idle and holds nothing worth keeping: remove it from the cache.
@@ -175,24 +175,24 @@ public struct TokenEntry: Sendable {
 
     /// Calls that may wait for one entity's fetch; past it calls are refused at once, so a
     /// stuck provider cannot make one entity hold unbounded memory.
-    public static let defaultMaxWaiters = 1024
+    static let defaultMaxWaiters = 1024
     /// How long an entity that never had a token counts as recently used.
-    public static let defaultRecentUse: Double = 600
+    static let defaultRecentUse: Double = 600
     /// Seconds after a token was dropped on a 401 during which a refusal of the next token is
     /// not honoured. A client able to provoke 401s (a malformed call Fleet Engine answers
     /// UNAUTHENTICATED, say) would otherwise make every call of the entity a provider fetch;
     /// 30 s keeps that to two fetches a minute while a key rotation or a revoked token is still
     /// healed within the half minute.
-    public static let invalidationHoldOff: Double = 30
+    static let invalidationHoldOff: Double = 30
 
     /// The settings every entry of a cache shares, held once by reference rather than copied
     /// into each of 100k entries.
-    public final class Policy: Sendable {
-        public let timing: TokenTiming
-        public let backoff: BackoffPolicy
-        public let maxWaiters: Int
+    final class Policy: Sendable {
+        let timing: TokenTiming
+        package let backoff: BackoffPolicy
+        let maxWaiters: Int
 
-        public init(timing: TokenTiming, backoff: BackoffPolicy = BackoffPolicy(), maxWaiters: Int = TokenEntry.defaultMaxWaiters) {
+        package init(timing: TokenTiming, backoff: BackoffPolicy = BackoffPolicy(), maxWaiters: Int = TokenEntry.defaultMaxWaiters) {
             self.timing = timing
             self.backoff = backoff
             self.maxWaiters = maxWaiters
@@ -201,35 +201,35 @@ public struct TokenEntry: Sendable {
 
     // Stored compactly (an entry is kept per cached entity): "never" is -infinity rather than
     // an optional, which would take 16 bytes instead of 8 each.
-    public private(set) var state: State = .idle
+    package private(set) var state: State = .idle
     private var failures: Int32 = 0
     private var lastUsed = -Double.infinity
     /// How long after its last call the entity counts as recently used: the lifetime, as
     /// issued, of its last token.
-    public private(set) var recentUse = TokenEntry.defaultRecentUse
+    private(set) var recentUse = TokenEntry.defaultRecentUse
     private var lastInvalidated = -Double.infinity
-    public let policy: Policy
+    let policy: Policy
 
     /// Fetches that failed in a row; sets the backoff step. Zero after a success.
-    public var consecutiveFailures: Int { Int(failures) }
+    var consecutiveFailures: Int { Int(failures) }
     /// Monotonic time of the last call that wanted the token.
-    public var lastUsedAt: Double? { lastUsed == -.infinity ? nil : lastUsed }
+    var lastUsedAt: Double? { lastUsed == -.infinity ? nil : lastUsed }
     /// Monotonic time a token of this entity was last dropped by `invalidate`.
-    public var lastInvalidatedAt: Double? { lastInvalidated == -.infinity ? nil : lastInvalidated }
-    public var timing: TokenTiming { policy.timing }
-    public var backoff: BackoffPolicy { policy.backoff }
-    public var maxWaiters: Int { policy.maxWaiters }
+    var lastInvalidatedAt: Double? { lastInvalidated == -.infinity ? nil : lastInvalidated }
+    var timing: TokenTiming { policy.timing }
+    package var backoff: BackoffPolicy { policy.backoff }
+    var maxWaiters: Int { policy.maxWaiters }
 
-    public init(timing: TokenTiming, backoff: BackoffPolicy = BackoffPolicy(), maxWaiters: Int = TokenEntry.defaultMaxWaiters) {
+    package init(timing: TokenTiming, backoff: BackoffPolicy = BackoffPolicy(), maxWaiters: Int = TokenEntry.defaultMaxWaiters) {
         self.init(policy: Policy(timing: timing, backoff: backoff, maxWaiters: maxWaiters))
     }
 
-    public init(policy: Policy) {
+    package init(policy: Policy) {
         self.policy = policy
     }
 
     /// True while a fetch started for this entry has not ended.
-    public var isFetching: Bool {
+    var isFetching: Bool {
         switch state {
         case .fetching, .refreshing: return true
         case .idle, .fresh, .backingOff: return false
@@ -237,18 +237,18 @@ public struct TokenEntry: Sendable {
     }
 
     /// A call wanted the token less than `recentUse` seconds before `now`.
-    public func isRecentlyUsed(at now: Double) -> Bool {
+    func isRecentlyUsed(at now: Double) -> Bool {
         guard let lastUsedAt else { return false }
         return now - lastUsedAt < recentUse
     }
 
     /// Nothing worth keeping at `now`: no fetch, no token that may still be served, and no
     /// recent call. The cache drops such an entry.
-    public func isDisposable(at now: Double) -> Bool {
+    func isDisposable(at now: Double) -> Bool {
         !isFetching && usableToken(at: now) == nil && !isRecentlyUsed(at: now)
     }
 
-    public func phase(at now: Double) -> Phase {
+    func phase(at now: Double) -> Phase {
         switch state {
         case .idle: return .absent
         case .fetching: return .fetching
@@ -274,7 +274,7 @@ public struct TokenEntry: Sendable {
     // MARK: Inputs
 
     /// A call wants the token at monotonic time `now`.
-    public mutating func request(now: Double) -> RequestAction {
+    package mutating func request(now: Double) -> RequestAction {
         lastUsed = now
         switch state {
         case .idle:
@@ -325,7 +325,7 @@ public struct TokenEntry: Sendable {
     /// `jitter`, from [0, 1), places the refresh point in the first part of the refresh window
     /// (and the backoff step, if the token is refused). Nil when no fetch was in flight: a
     /// stale completion, dropped.
-    public mutating func fetchSucceeded(_ fetched: FetchedToken, now: Double, wallNow: Double, jitter: Double = 0) -> FetchAction? {
+    mutating func fetchSucceeded(_ fetched: FetchedToken, now: Double, wallNow: Double, jitter: Double = 0) -> FetchAction? {
         guard isFetching else { return nil }
         let window = timing.window(for: fetched, wallNow: wallNow)
         let expiresAt = now + (fetched.expiresAt - wallNow)
@@ -351,7 +351,7 @@ public struct TokenEntry: Sendable {
     /// The fetch in flight failed at `now`: backoff starts, or steps up, with `jitter` from
     /// [0, 1). Nothing is stored; a token still being served during a refresh stays until its
     /// floor. Nil when no fetch was in flight: a stale completion, dropped.
-    public mutating func fetchFailed(_ failure: ProxyFailure, now: Double, jitter: Double = 0) -> FetchAction? {
+    mutating func fetchFailed(_ failure: ProxyFailure, now: Double, jitter: Double = 0) -> FetchAction? {
         let kept: HeldToken?
         switch state {
         case .idle, .fresh, .backingOff:
@@ -372,7 +372,7 @@ public struct TokenEntry: Sendable {
     /// it is still the one held and no token was dropped in the last `invalidationHoldOff`,
     /// so the next call fetches another. Nil when the refused token is not the one held
     /// (already replaced, or none): nothing changed.
-    public mutating func invalidate(token: String, now: Double) -> InvalidationOutcome? {
+    mutating func invalidate(token: String, now: Double) -> InvalidationOutcome? {
         let held: HeldToken?
         switch state {
         case .fresh(let token), .refreshing(let token): held = token
@@ -401,7 +401,7 @@ public struct TokenEntry: Sendable {
 
     /// The entity's timer fired at `now`. Nil while a fetch is in flight: its end arms the next
     /// timer.
-    public mutating func timerDue(now: Double) -> TimerAction? {
+    mutating func timerDue(now: Double) -> TimerAction? {
         switch state {
         case .fetching, .refreshing:
             return nil

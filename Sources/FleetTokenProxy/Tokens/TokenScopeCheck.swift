@@ -5,12 +5,12 @@
 /// Only JWTs are checked; an opaque token carries nothing to check and is held to its expiry
 /// field alone. The claims are read, not verified: Fleet Engine verifies the signature.
 /// Every refusal names the mismatch, never the token.
-public enum TokenScopeCheck {
+enum TokenScopeCheck {
     /// Fleet Engine's audience (docs/CONTRACT.md §2); accepted with or without the trailing slash.
-    public static let audience = "https://fleetengine.googleapis.com/"
+    package static let audience = "https://fleetengine.googleapis.com/"
     /// Fleet Engine accepts at most an hour of life; ten minutes more allow for clock skew
     /// between the provider and this host.
-    public static let maximumTimeToExpiry: Double = 3600 + 600
+    static let maximumTimeToExpiry: Double = 3600 + 600
 
     /// The `authorization` members that name an entity of each kind.
     private static let members: [(name: String, type: EntityType)] = [
@@ -19,7 +19,7 @@ public enum TokenScopeCheck {
     ]
 
     /// Nil when `token` may be used for `key` at wall-clock `wallNow`; otherwise why not.
-    public static func problem(with token: FetchedToken, for key: EntityKey, wallNow: Double) -> ProxyFailure? {
+    package static func problem(with token: FetchedToken, for key: EntityKey, wallNow: Double) -> ProxyFailure? {
         // The claims `ProviderAnswer` read, when the token came from there; otherwise decoded.
         guard let claims = token.claims ?? JWTClaims.decode(token.token) else { return nil }
 

@@ -1,6 +1,6 @@
 import Dispatch
-import FleetTokenProxy
-import FleetTokenProxyStandIns
+@testable import FleetTokenProxy
+@testable import FleetTokenProxyStandIns
 import Foundation
 
 /// The loopback stand-ins (token provider, Fleet Engine) on their own event loop thread inside
