@@ -5,6 +5,7 @@ docs/CONTRACT.md §6), against an h2c stand-in Fleet Engine that checks every to
 from __future__ import annotations
 
 import socket
+import ssl
 import subprocess
 
 import pytest
@@ -164,3 +165,24 @@ def test_keep_alive_and_pipelining_never_share_a_stream(h2_sidecar, rest_h2, new
     assert len({r.stream for r in rest_h2.requests}) == 3
     # Keep-alive to the client, one multiplexed connection to the upstream.
     assert len({r.connection for r in rest_h2.requests}) == 1
+
+
+def test_over_tls_many_calls_share_one_multiplexed_connection(sidecar_factory, signing_key, pki, tmp_path, new_id):
+    (tmp_path / "cert.pem").write_bytes(pki.certificate_pem)
+    (tmp_path / "key.pem").write_bytes(pki.key_pem)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    context.set_alpn_protocols(["h2"])
+    engine = StandInRESTOverH2([(signing_key.kid, signing_key.public_key)], tls_context=context).start()
+    try:
+        sidecar = sidecar_factory(upstream=f"https://{engine.address}",
+                                  extra_args=("--upstream-protocol", "h2", "--upstream-ca-file", str(pki.ca_file)))
+        calls = [subprocess.Popen(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--http1.1",
+                                   f"http://{sidecar.address}{vehicle(new_id('v-'))}"], stdout=subprocess.PIPE)
+                 for _ in range(12)]
+        assert [c.communicate(timeout=20)[0] for c in calls] == [b"200"] * 12
+        assert engine.connections == 1
+        assert {r.header(":scheme")[0] for r in engine.requests} == {"https"}
+        assert len(engine.requests) == 12
+    finally:
+        engine.stop()
