@@ -1,7 +1,7 @@
 /// A REST call's messages between an HTTP/1.1 client and the HTTP/2 upstream
 /// (`--upstream-protocol h2`, docs/CONTRACT.md §6): the request's fields as an HTTP/2 field
 /// list, and the answer's HTTP/2 head as the HTTP/1.1 head the sidecar relays.
-enum H2MessageTranslation {
+package enum H2MessageTranslation {
     /// The request's end-to-end fields, names lower-cased (RFC 9113 §8.2.1): hop-by-hop,
     /// framing, Host and Authorization fields and the ones a `Connection` field lists are
     /// dropped (`HopByHop.dropFromRequest`); the upstream connection adds the pseudo-fields
@@ -65,6 +65,17 @@ enum H2MessageTranslation {
             }
             out.write(literal: "\r\n")
         }
+    }
+
+    /// `http1Head` over a field list given as byte arrays (for the fuzz target's invariant).
+    package static func http1Head(fields: [(name: [UInt8], value: [UInt8])]) -> [UInt8]? {
+        var list = H2HeaderList()
+        for field in fields {
+            field.name.withUnsafeBufferPointer { name in
+                field.value.withUnsafeBufferPointer { value in list.append(name: ByteView(name), value: ByteView(value)) }
+            }
+        }
+        return http1Head(list)
     }
 
     /// Whether a field of the answer's head is copied into the HTTP/1.1 head (see `http1Head`).
