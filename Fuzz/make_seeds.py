@@ -182,3 +182,27 @@ KEYS = [
 for k in KEYS:
     write("service-account-key", json.dumps(k, indent=2))
 write("service-account-key", json.dumps(KEY).replace("\\n", "\\u000a"))
+
+
+# HTTP/2 answer heads as field lists (per field: name length, value length, name, value), for
+# the translation to an HTTP/1.1 head.
+def h2_fields(*fields):
+    out = b""
+    for name, value in fields:
+        name, value = name.encode("latin-1"), value.encode("latin-1")
+        out += bytes([len(name), len(value)]) + name + value
+    return out
+
+
+H2_HEADS = [
+    [(":status", "200"), ("content-type", "application/json"), ("content-length", "2")],
+    [(":status", "404"), ("content-type", "application/json")],
+    [(":status", "204")], [(":status", "20")], [("content-type", "text/plain")],
+    [(":status", "200"), ("x-bad", "a\r\nSet-Cookie: x"), ("x-nul", "a\x00b"), ("x-ok", "fine")],
+    [(":status", "401"), ("www-authenticate", "Bearer"), ("connection", "close"), ("transfer-encoding", "chunked")],
+    [(":status", "200"), ("Bad Name", "v"), ("x-ws", " v "), ("x-latin1", "\xff"), ("x-utf8", "\xc3\xa9")],
+    [(":status", "503"), ("content-length", "1, 1"), ("retry-after", "1"), ("trailer", "x-t")],
+    [(":status", "999"), (":path", "/x"), ("", "v")],
+]
+for h in H2_HEADS:
+    write("h2-response-head", h2_fields(*h))

@@ -53,6 +53,7 @@ public enum ParserInvariants {
     public static let all: [any ParserInvariant.Type] = [
         RequestHeadInvariant.self,
         ResponseHeadInvariant.self,
+        H2ResponseTranslationInvariant.self,
         ChunkedBodyInvariant.self,
         GRPCFirstMessageInvariant.self,
         RESTRouteInvariant.self,

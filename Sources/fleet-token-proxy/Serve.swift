@@ -19,6 +19,8 @@ struct Serve: ParsableCommand {
     var upstream = "https://fleetengine.googleapis.com"
     @Option(help: "Trust this CA (PEM) for the upstream instead of the system trust store.")
     var upstreamCaFile: String?
+    @Option(help: "What REST calls speak to the upstream: auto, h2 (HTTP/2; h2c with prior knowledge for http://) or http1.1.")
+    var upstreamProtocol = "auto"
     @Option(help: "Token provider URL template with {type}, {id} and {provider}; the source of every token type no --signer names.")
     var providerUrl: String?
     @Option(help: ArgumentHelp("Sign tokens locally: [TYPES=]key-file:PATH, TYPES a comma list of vehicle, trip, delivery_vehicle, task, tracking, fleet (default: every type no other --signer names). Repeatable; the key file is re-read on SIGHUP.", valueName: "[TYPES=]SOURCE"))
@@ -70,6 +72,7 @@ struct Serve: ParsableCommand {
         config.listen = try ListenAddress.parse(listen)
         config.allowNonLoopback = allowNonLoopback
         config.upstreamCAFile = try readableFile(upstreamCaFile, flag: "--upstream-ca-file")
+        config.upstreamProtocol = try UpstreamProtocol.parse(upstreamProtocol)
         config.providerCAFile = try readableFile(providerCaFile, flag: "--provider-ca-file")
         config.providerHeaderFile = try readableFile(providerHeaderFile, flag: "--provider-header-file")
         for line in providerHeader {

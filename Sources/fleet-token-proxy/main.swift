@@ -10,7 +10,7 @@ import Logging
 /// `serve`'s flags, for the environment-variable mapping (docs/CONTRACT.md §6).
 let serveFlags: [EnvironmentArguments.Flag] = [
     .init("access-log", takesValue: false),
-    .init("listen"), .init("allow-non-loopback", takesValue: false), .init("upstream"),
+    .init("listen"), .init("allow-non-loopback", takesValue: false), .init("upstream"), .init("upstream-protocol"),
     .init("upstream-ca-file"), .init("provider-url"), .init("provider-header", repeatable: true),
     .init("provider-header-file"), .init("provider-ca-file"), .init("token-field"), .init("expiry-field"),
     .init("refresh-margin"), .init("min-token-validity"), .init("max-entities"), .init("provider-concurrency"),

@@ -371,6 +371,25 @@ final class HTTP1ExchangeTests: XCTestCase {
         XCTAssertEqual(x.responseFailed(failure, retryable: true), .refuse(failure, keepAlive: true))
     }
 
+    func testARefusedStreamIsSentAgainOnceWhateverTheMethod() {
+        var x = exchange(in: .sent, method: "POST")
+        XCTAssertEqual(x.exchangeRefused(failure, bodyIntact: true), .resend(call: 1))
+        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: false), .sendHeld(takeBody: false, firstAttempt: false))
+        XCTAssertNil(x.requestSent())
+        XCTAssertEqual(x.exchangeRefused(failure, bodyIntact: true), .refuse(failure, keepAlive: true))
+    }
+
+    func testARefusedStreamWhoseBodyPartlyLeftIsRefused() {
+        var x = exchange(in: .forwarding, method: "PUT")
+        XCTAssertEqual(x.exchangeRefused(failure, bodyIntact: false), .refuse(failure, keepAlive: false))
+        XCTAssertEqual(x.phase, .closingAfterFlush)
+    }
+
+    func testARefusalAfterTheHeadWasRelayedClosesAfterFlush() {
+        var x = exchange(in: .relaying)
+        XCTAssertEqual(x.exchangeRefused(failure, bodyIntact: true), .closeAfterFlush)
+    }
+
     func testIdempotentMethodsAreTheOnesRFC9110Names() {
         for method in ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"] { XCTAssertTrue(HTTP1Exchange.Call.isIdempotent(method), method) }
         for method in ["POST", "PATCH", "get", "CONNECT"] { XCTAssertFalse(HTTP1Exchange.Call.isIdempotent(method), method) }

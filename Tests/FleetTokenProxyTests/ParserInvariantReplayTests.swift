@@ -63,6 +63,20 @@ final class ParserInvariantReplayTests: XCTestCase {
         XCTAssertNoThrow(try HeaderFileInvariant.checkHeader((name: "X-Api-Key", value: "k")))
     }
 
+    func testH2ResponseTranslationInvariantCatchesAnInjectedLineOrAnotherStatus() {
+        let fields: [(name: [UInt8], value: [UInt8])] = [(Array(":status".utf8), Array("200".utf8)), (Array("x-a".utf8), Array("1".utf8))]
+        let good = Array("HTTP/1.1 200 OK\r\nx-a: 1\r\nContent-Length: 0\r\n\r\n".utf8)
+        XCTAssertNoThrow(try H2ResponseTranslationInvariant.checkHead(good, from: fields))
+        let injected = Array("HTTP/1.1 200 OK\r\nx-a: 1\r\nSet-Cookie: x\r\nContent-Length: 0\r\n\r\n".utf8)
+        XCTAssertThrowsError(try H2ResponseTranslationInvariant.checkHead(injected, from: fields))
+        let otherStatus = Array("HTTP/1.1 502 OK\r\nContent-Length: 0\r\n\r\n".utf8)
+        XCTAssertThrowsError(try H2ResponseTranslationInvariant.checkHead(otherStatus, from: fields))
+        let twoFramings = Array("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
+        XCTAssertThrowsError(try H2ResponseTranslationInvariant.checkHead(twoFramings, from: fields))
+        let bodyAfter = good + Array("HTTP/1.1 200 OK\r\n\r\n".utf8)
+        XCTAssertThrowsError(try H2ResponseTranslationInvariant.checkHead(bodyAfter, from: fields))
+    }
+
     func testChunkedInvariantComparesReadsOfDifferentSizes() throws {
         let body = Array("5\r\nhello\r\n0\r\n\r\n".utf8)
         let outcome = try body.withUnsafeBytes { try ChunkedBodyInvariant.scan($0, pieces: [3, body.count - 3]) }

@@ -6,6 +6,8 @@ package struct Configuration: Sendable {
     package var allowNonLoopback = false
     package var upstream: UpstreamURL
     package var upstreamCAFile: String?
+    /// What REST calls speak to the upstream (`--upstream-protocol`).
+    package var upstreamProtocol = UpstreamProtocol.auto
     /// The token provider; nil when `--signer` flags cover every token type.
     package var providerURL: ProviderURLTemplate?
     package var providerHeaders: [HeaderField] = []

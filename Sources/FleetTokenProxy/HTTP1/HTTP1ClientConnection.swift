@@ -34,6 +34,8 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         var token: String?
         var upstream: HTTP1UpstreamConnection?
         var ticket: PoolTicket?
+        /// The send in flight over the HTTP/2 upstream (`ProxyCore.restOverHTTP2`).
+        var h2: H2UpstreamAttempt?
         /// Bytes reserved from the process-wide buffer budget for this call.
         var reserved = 0
         /// Decodes a chunked answer for an HTTP/1.0 client (`Relay.Framing.dechunked`).
@@ -151,7 +153,13 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             if transport.outputLength == 0 { outputFlushed() }
         case .forwarding:
             // The client caught up: resume the upstream answer.
-            if transport.outputLength < core.limits.bufferHighWater { inFlight?.upstream?.resumeReading() }
+            if transport.outputLength < core.limits.bufferHighWater {
+                inFlight?.upstream?.resumeReading()
+                if let attempt = inFlight?.h2, attempt.owedCredit > 0 {
+                    attempt.upstream?.responseTaken(count: attempt.owedCredit)
+                    attempt.owedCredit = 0
+                }
+            }
         default:
             break
         }
@@ -419,6 +427,10 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
 
     private func acquireUpstream(call number: Int) {
         guard let call = inFlight else { return }
+        if core.restOverHTTP2 {
+            startH2Attempt(call: number)
+            return
+        }
         if let upstream = core.upstream.takeIdle() {
             upstreamLent(upstream, call: number)
             return
@@ -447,22 +459,11 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
 
     /// A connection for the call: the request goes out on it, held whole when it can be.
     private func upstreamLent(_ upstream: HTTP1UpstreamConnection, call number: Int) {
-        var bodyArrived = false
-        if let call = inFlight, case .remaining(let n) = call.body {
-            bodyArrived = n <= 64 * 1024 && transport.inputLength >= n
-        }
         switch exchange.upstreamReady(call: number, bodyArrived: bodyArrived) {
         case .sendHeld(let takeBody, let firstAttempt):
             guard let call = inFlight else { return }
             startAttempt(on: upstream, call: call, firstAttempt: firstAttempt)
-            if takeBody, case .remaining(let n) = call.body {
-                // A small body that has fully arrived goes out with the head in one write, and
-                // a copy is kept so the request can be sent again if this connection was dead.
-                var body = [UInt8](repeating: 0, count: n)
-                if n > 0 { body.withUnsafeMutableBytes { _ = transport.removeInput(into: $0) } }
-                call.held = body
-                call.body = .held
-            }
+            if takeBody { hold(call) }
             guard let token = call.token else { return }
             sendHead(call.head, token: token, bodyLength: call.held.count, body: call.held, to: upstream)
             requestSent()
@@ -479,17 +480,42 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         }
     }
 
+    /// Whether the call's (small) body is wholly in the input, so it can be held and sent with
+    /// the head.
+    private var bodyArrived: Bool {
+        guard let call = inFlight, case .remaining(let n) = call.body else { return false }
+        return n <= 64 * 1024 && transport.inputLength >= n
+    }
+
+    /// Moves a small body that has fully arrived out of the input: it goes out with the head,
+    /// and is kept so the request can be sent again (a dead connection, a 401).
+    private func hold(_ call: InFlight) {
+        guard case .remaining(let n) = call.body else { return }
+        var body = [UInt8](repeating: 0, count: n)
+        if n > 0 { body.withUnsafeMutableBytes { _ = transport.removeInput(into: $0) } }
+        call.held = body
+        call.body = .held
+    }
+
     private func startAttempt(on upstream: HTTP1UpstreamConnection, call: InFlight, firstAttempt: Bool) {
         call.ticket = nil
         call.upstream = upstream
-        if firstAttempt { core.statistics.forwarded += 1 } else { core.statistics.upstreamRetries += 1 }
+        countAttempt(first: firstAttempt)
         upstream.beginExchange(method: call.head.method, sink: self)
+    }
+
+    private func countAttempt(first: Bool) {
+        if first { core.statistics.forwarded += 1 } else { core.statistics.upstreamRetries += 1 }
     }
 
     // MARK: Forwarding
 
     /// Moves Content-Length request body bytes from the client to the upstream, with backpressure.
     private func pumpRequestBody() {
+        if let attempt = inFlight?.h2 {
+            attempt.upstream?.resumeRequestBody()
+            return
+        }
         guard !exchange.requestFullySent, let call = inFlight, let upstream = call.upstream,
               case .remaining(let n) = call.body else { return }
         let take = min(n, transport.inputLength)
@@ -544,19 +570,25 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
 
     func responseHead(_ head: ResponseHead, from connection: HTTP1UpstreamConnection) {
         guard let call = inFlight, connection === call.upstream else { return }
+        if relayHead(head, of: call)?.framing == .dechunked { call.dechunker = ChunkedBodyScanner() }
+    }
+
+    /// Relays an answer's head as the exchange decides (nil: it is not relayed).
+    private func relayHead(_ head: ResponseHead, of call: InFlight) -> HTTP1Exchange.Relay? {
         let framing = head.framing(requestMethod: call.head.method)
         switch exchange.responseHead(status: head.status, framing: framing, declared: head.declaredFraming) {
         case .relay(let relay)?:
             call.record.status = head.status
-            if relay.framing == .dechunked { call.dechunker = ChunkedBodyScanner() }
             core.statistics.upstreamStatus[head.status, default: 0] += 1
             cork(head, as: relay)
+            return relay
         case .dropForRetry?:
-            // Its body is dropped as it arrives (`responseBody`); at its end a fresh token is
-            // fetched (`refetchToken`).
+            // Its body is dropped as it arrives; at its end a fresh token is fetched
+            // (`refetchToken`).
             logger.debug("Fleet Engine answered 401; retrying once with a fresh token", metadata: ["entity_type": "\(call.key.type.rawValue)"])
+            return nil
         case nil:
-            break
+            return nil
         }
     }
 
@@ -629,7 +661,12 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         guard let call = inFlight, call.upstream != nil else { return }
         call.upstream = nil
         if retryable { logger.debug("upstream connection was closed before answering") }
-        switch exchange.responseFailed(failure, retryable: retryable) {
+        answerFailed(exchange.responseFailed(failure, retryable: retryable))
+    }
+
+    /// Carries out what the exchange decided about an upstream exchange that broke.
+    private func answerFailed(_ action: HTTP1Exchange.ResponseFailureAction?) {
+        switch action {
         case .resend(let number)?:
             acquireUpstream(call: number)
         case .closeAfterFlush?:
@@ -648,6 +685,170 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         if connection.outputLength < core.limits.bufferHighWater { pumpRequestBody() }
     }
 
+    // MARK: Over the HTTP/2 upstream
+
+    /// Sends the call as one stream on the HTTP/2 upstream (`--upstream-protocol h2`): the
+    /// head translated (`H2MessageTranslation.requestFields`), the body held whole or pulled
+    /// from the input as the stream's DATA, never past this request's own bytes.
+    private func startH2Attempt(call number: Int) {
+        guard let call = inFlight else { return }
+        if let old = call.h2 { letGo(old, cancel: .superseded) }
+        switch exchange.upstreamReady(call: number, bodyArrived: bodyArrived) {
+        case .sendHeld(let takeBody, let firstAttempt):
+            if takeBody { hold(call) }
+            countAttempt(first: firstAttempt)
+        case .stream(let writeContinue, let firstAttempt):
+            if writeContinue { transport.write("HTTP/1.1 100 Continue\r\n\r\n") }
+            countAttempt(first: firstAttempt)
+        case .giveBackConnection:
+            return
+        }
+        guard let token = call.token else { return }
+        let length: Int?
+        switch call.body {
+        case .held: length = call.held.count
+        case .remaining(let n): length = call.head.framing == .none && n == 0 ? nil : n
+        case .chunked: length = nil
+        }
+        let attempt = H2UpstreamAttempt(
+            connection: self, method: call.head.method, path: call.head.target,
+            fields: H2MessageTranslation.requestFields(of: call.head.fields, bodyLength: length),
+            token: token, hasBody: (length ?? 0) > 0)
+        call.h2 = attempt
+        let upstream = core.upstreamH2.start(attempt)
+        // A failure to start was reported already, and the call let go of the attempt.
+        guard call.h2 === attempt else { return }
+        attempt.upstream = upstream
+        if !attempt.requestHasBody { requestSent() }
+    }
+
+    /// Lets go of a send over HTTP/2, resetting its stream when `cancel` says why.
+    private func letGo(_ attempt: H2UpstreamAttempt, cancel why: UpstreamCancel?) {
+        if inFlight?.h2 === attempt { inFlight?.h2 = nil }
+        attempt.connection = nil
+        if let why { attempt.upstream?.cancel(why) }
+        attempt.upstream = nil
+    }
+
+    /// The call in flight, if `attempt` is its current send.
+    private func current(_ attempt: H2UpstreamAttempt) -> InFlight? {
+        guard let call = inFlight, call.h2 === attempt else { return nil }
+        return call
+    }
+
+    /// Copies the request body out for the upstream: from what is held, or from the input up
+    /// to the rest of this request's Content-Length (a pipelined request behind it stays in
+    /// the input).
+    func h2PullRequestBody(_ attempt: H2UpstreamAttempt, into buffer: UnsafeMutableRawBufferPointer) -> RequestBodyPull {
+        guard let call = current(attempt) else { return .bytes(0, end: true) }
+        let count: Int
+        let end: Bool
+        switch call.body {
+        case .held:
+            count = min(buffer.count, call.held.count - attempt.bodyBytesSent)
+            call.held.withUnsafeBytes { held in
+                buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: held[attempt.bodyBytesSent..<attempt.bodyBytesSent + count]))
+            }
+            end = attempt.bodyBytesSent + count == call.held.count
+        case .remaining(let n):
+            count = n == 0 ? 0 : transport.removeInput(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(n, buffer.count)]))
+            if count == 0 && n > 0 { return .wait }
+            call.body = .remaining(n - count)
+            end = n - count == 0
+        case .chunked:
+            return .bytes(0, end: true)
+        }
+        attempt.bodyBytesSent += count
+        if end { requestSent() }
+        return .bytes(count, end: end)
+    }
+
+    /// A header block of the answer: its head (translated and relayed as the exchange
+    /// decides; an interim 1xx head is dropped) or its trailers (dropped: docs/CONTRACT.md §6).
+    func h2HeaderBlock(_ attempt: H2UpstreamAttempt, _ fields: H2HeaderList, endStream: Bool) {
+        guard let call = current(attempt) else { return }
+        if attempt.relayFraming == nil, case .forwarding = exchange.phase {
+            guard let bytes = H2MessageTranslation.http1Head(fields) else {
+                answerFailed(exchange.responseFailed(.upstreamUnavailable("Fleet Engine answered without a valid :status"), retryable: false))
+                return
+            }
+            let parsed = bytes.withUnsafeBytes { HTTP1Parser.parseResponse($0, maxHeadBytes: .max, maxHeaderCount: .max) }
+            guard case .complete(let head, _) = parsed else {
+                answerFailed(exchange.responseFailed(.upstreamUnavailable("Fleet Engine's answer head cannot be relayed"), retryable: false))
+                return
+            }
+            if head.status < 200 && !endStream { return }
+            attempt.relayFraming = relayHead(head, of: call)?.framing
+        }
+        if endStream { h2AnswerEnded(attempt) }
+    }
+
+    /// Answer DATA: written to the client in the relay's framing (each piece a chunk when
+    /// chunked), credited back to the upstream as the client takes it.
+    func h2Data(_ attempt: H2UpstreamAttempt, _ bytes: UnsafeRawBufferPointer) {
+        guard current(attempt) != nil, exchange.isRelaying, let framing = attempt.relayFraming else {
+            attempt.upstream?.responseTaken(count: bytes.count)
+            return
+        }
+        switch framing {
+        case .chunked:
+            guard bytes.count > 0 else { break }
+            HeadWriter.withBytes({ out in
+                out.write(String(bytes.count, radix: 16))
+                out.write(literal: "\r\n")
+            }, use: { corked.add($0) })
+            corked.add(bytes)
+            corked.add(ByteView("\r\n"))
+        case .contentLength, .dechunked, .untilClose:
+            corked.add(bytes)
+        case .none:
+            break
+        }
+        uncork()
+        if transport.outputLength > core.limits.bufferHighWater {
+            attempt.owedCredit += bytes.count
+        } else {
+            attempt.upstream?.responseTaken(count: bytes.count)
+        }
+    }
+
+    /// The answer ended: the last chunk if chunked, then the exchange decides (the call is
+    /// done, or a 401 is retried with a fresh token).
+    func h2AnswerEnded(_ attempt: H2UpstreamAttempt) {
+        guard current(attempt) != nil else { return }
+        if attempt.relayFraming == .chunked && exchange.isRelaying { corked.add(ByteView("0\r\n\r\n")) }
+        uncork()
+        switch exchange.responseEnded() {
+        case .finishCall(let keepAlive)?:
+            letGo(attempt, cancel: nil)
+            finishCall(keepAlive: keepAlive)
+        case .refetchToken(let number)?:
+            letGo(attempt, cancel: .superseded)
+            refetchToken(call: number)
+        case nil:
+            break
+        }
+    }
+
+    /// The stream closed. Cleanly after the answer ended, it matters only if the request body
+    /// was cut short (the connection cannot find the next request: it closes). A refused
+    /// stream is sent again when the exchange says so; a reset before the head is a 502, after
+    /// it the connection closes (docs/CONTRACT.md §6).
+    func h2Closed(_ attempt: H2UpstreamAttempt, _ end: UpstreamEnd) {
+        guard let call = current(attempt) else { return }
+        switch end {
+        case .completed:
+            answerFailed(exchange.responseFailed(.upstreamUnavailable("Fleet Engine ended the stream before the request body was sent"), retryable: false))
+        case .refused(let failure):
+            let intact: Bool
+            if case .held = call.body { intact = true } else { intact = attempt.bodyBytesSent == 0 }
+            if intact { logger.debug("Fleet Engine refused the stream; sending it again") }
+            answerFailed(exchange.exchangeRefused(failure, bodyIntact: intact))
+        case .connectionLost(let failure), .failed(let failure):
+            answerFailed(exchange.responseFailed(failure, retryable: false))
+        }
+    }
+
     // MARK: Ending calls
 
     /// Lets go of what the call holds: its place in the pool's queue, a borrowed upstream
@@ -656,6 +857,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         guard let call = inFlight else { return }
         inFlight = nil
         call.ticket?.cancel()
+        if let attempt = call.h2 { letGo(attempt, cancel: reason == nil ? nil : .abandoned) }
         if let upstream = call.upstream, let reason { core.upstream.discard(upstream, reason: reason) }
         core.bufferBudget.release(call.reserved)
     }

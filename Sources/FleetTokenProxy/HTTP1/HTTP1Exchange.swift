@@ -512,6 +512,18 @@ struct HTTP1Exchange: Equatable {
         return .refuse(failure, keepAlive: endRefused(keepAlive: requestSent))
     }
 
+    /// The upstream refused the exchange before doing anything with it (HTTP/2 REFUSED_STREAM,
+    /// RFC 9113 §8.7): sent again once, whatever the method, when the request can go again
+    /// whole (`bodyIntact`: held, or no byte of it left); otherwise as `responseFailed`. Nil
+    /// when no upstream exchange was under way.
+    mutating func exchangeRefused(_ failure: ProxyFailure, bodyIntact: Bool) -> ResponseFailureAction? {
+        if case .forwarding(let call, let attempt) = phase, attempt.answer == .awaited, bodyIntact, call.attempts < 2 {
+            phase = .awaitingUpstream(call)
+            return .resend(call: call.number)
+        }
+        return responseFailed(failure, retryable: false)
+    }
+
     // MARK: Ending
 
     /// The connection is back to reading heads after a call; the next head's deadline starts

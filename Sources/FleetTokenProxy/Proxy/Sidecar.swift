@@ -96,7 +96,8 @@ package final class Sidecar {
             TLSContext.client(trust: $0, alpn: ["h2"]) { metrics.tlsHandshakeFinished(peer: .upstream, resumed: $0) }
         }
         let upstreamH2 = HTTP2UpstreamPool(loop: loop, origin: Origin(configuration.upstream), tls: upstreamH2TLS, logger: logger)
-        core = ProxyCore(loop: loop, cache: cache, upstream: upstream, upstreamH2: upstreamH2, limits: configuration.limits,
+        core = ProxyCore(loop: loop, cache: cache, upstream: upstream, upstreamH2: upstreamH2,
+                         restOverHTTP2: configuration.upstreamProtocol.restOverHTTP2, limits: configuration.limits,
                          clock: clock, logger: logger,
                          metrics: metrics, accessLogger: configuration.accessLog ? LogSetup.makeAccessLogger() : nil)
         server = ProxyServer(core: core)

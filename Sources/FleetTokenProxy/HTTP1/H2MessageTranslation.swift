@@ -1,0 +1,120 @@
+/// A REST call's messages between an HTTP/1.1 client and the HTTP/2 upstream
+/// (`--upstream-protocol h2`, docs/CONTRACT.md §6): the request's fields as an HTTP/2 field
+/// list, and the answer's HTTP/2 head as the HTTP/1.1 head the sidecar relays.
+package enum H2MessageTranslation {
+    /// The request's end-to-end fields, names lower-cased (RFC 9113 §8.2.1): hop-by-hop,
+    /// framing, Host and Authorization fields and the ones a `Connection` field lists are
+    /// dropped (`HopByHop.dropFromRequest`); the upstream connection adds the pseudo-fields
+    /// and the one `authorization`, and `bodyLength` becomes the one `content-length`.
+    static func requestFields(of fields: HeadFields, bodyLength: Int?) -> H2HeaderList {
+        var list = H2HeaderList()
+        let listed = HopByHop.connectionTokens(fields)
+        var lower: [UInt8] = []
+        fields.withView { view in
+            for i in 0..<view.count {
+                let name = view.name(i)
+                if HopByHop.dropFromRequest(name) { continue }
+                if listed.contains(where: { view.slice($0).equalsIgnoringCase(name) }) { continue }
+                lower.removeAll(keepingCapacity: true)
+                for b in name.buffer { lower.append(b | (b &- 0x41 < 26 ? 0x20 : 0)) }
+                lower.withUnsafeBufferPointer { list.append(name: ByteView($0), value: view.value(i)) }
+            }
+        }
+        if let bodyLength { list.append(name: "content-length", value: String(bodyLength)) }
+        return list
+    }
+
+    /// The HTTP/1.1 response head for an HTTP/2 answer's head `fields`, nil when it has no
+    /// valid `:status` (three digits, 100–999). The rule for fields: pseudo-fields, the
+    /// connection-specific ones (RFC 9113 §8.2.2) and `trailer` are dropped, and so is any field
+    /// whose name is not a token or whose value holds a byte HTTP/1.1 forbids (a control byte
+    /// other than HTAB: no CR, LF or NUL can reach the client), starts or ends with whitespace,
+    /// or has bytes over 0x7F that are not UTF-8 (the rule the sidecar's own HTTP/1.1 parser
+    /// applies) — the answer itself is still relayed. The framing is the sidecar's: `Content-Length` when the upstream gave a valid
+    /// `content-length`, else `Transfer-Encoding: chunked` (which the relay turns into a
+    /// close-delimited body for an HTTP/1.0 client).
+    static func http1Head(_ fields: H2HeaderList) -> [UInt8]? {
+        var status: Int?
+        var contentLength: Int?
+        fields.forEach { name, value in
+            if name == ":status" { status = Self.status(value) }
+            if name == "content-length" { contentLength = contentLength ?? Self.decimal(value) }
+            return true
+        }
+        guard let status else { return nil }
+        return HeadWriter.bytes { out in
+            out.write(literal: "HTTP/1.1 ")
+            out.decimal(status)
+            out.byte(ASCII.sp)
+            out.write(HTTPStatus.reasonPhrase(status))
+            out.write(literal: "\r\n")
+            fields.forEach { name, value in
+                guard isRelayed(name: name, value: value) else { return true }
+                out.write(name.buffer)
+                out.write(literal: ": ")
+                out.write(value.buffer)
+                out.write(literal: "\r\n")
+                return true
+            }
+            if let contentLength {
+                out.write(literal: "Content-Length: ")
+                out.decimal(contentLength)
+                out.write(literal: "\r\n")
+            } else {
+                out.write(literal: "Transfer-Encoding: chunked\r\n")
+            }
+            out.write(literal: "\r\n")
+        }
+    }
+
+    /// `http1Head` over a field list given as byte arrays (for the fuzz target's invariant).
+    package static func http1Head(fields: [(name: [UInt8], value: [UInt8])]) -> [UInt8]? {
+        var list = H2HeaderList()
+        for field in fields {
+            field.name.withUnsafeBufferPointer { name in
+                field.value.withUnsafeBufferPointer { value in list.append(name: ByteView(name), value: ByteView(value)) }
+            }
+        }
+        return http1Head(list)
+    }
+
+    /// Whether a field of the answer's head is copied into the HTTP/1.1 head (see `http1Head`).
+    static func isRelayed(name: ByteView, value: ByteView) -> Bool {
+        guard name.count > 0, name.buffer[0] != UInt8(ascii: ":") else { return false }
+        if HopByHop.dropFromResponse(name) || name == "trailer" { return false }
+        guard name.buffer.allSatisfy(ASCII.isTokenByte) else { return false }
+        let bytes = value.buffer
+        if let first = bytes.first, ASCII.isWhitespace(first) { return false }
+        if let last = bytes.last, ASCII.isWhitespace(last) { return false }
+        guard bytes.allSatisfy(ASCII.isFieldValueByte) else { return false }
+        return bytes.allSatisfy { $0 < 0x80 } || isUTF8(bytes)
+    }
+
+    private static func isUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var decoder = UTF8()
+        var input = bytes.makeIterator()
+        while true {
+            switch decoder.decode(&input) {
+            case .scalarValue: continue
+            case .emptyInput: return true
+            case .error: return false
+            }
+        }
+    }
+
+    private static func status(_ value: ByteView) -> Int? {
+        guard value.count == 3, let n = decimal(value), n >= 100 else { return nil }
+        return n
+    }
+
+    /// A decimal of at most 15 digits (a length no body reaches), nil otherwise.
+    private static func decimal(_ value: ByteView) -> Int? {
+        guard value.count > 0, value.count <= 15 else { return nil }
+        var n = 0
+        for b in value.buffer {
+            guard b >= ASCII.zero && b <= ASCII.nine else { return nil }
+            n = n * 10 + Int(b - ASCII.zero)
+        }
+        return n
+    }
+}
