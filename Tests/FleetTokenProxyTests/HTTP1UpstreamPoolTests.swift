@@ -6,33 +6,20 @@ import XCTest
 import Glibc
 #endif
 
-/// The pool's queue of borrowers, against a loopback listener that never accepts (the kernel
-/// completes the handshakes, so dials succeed and no answer ever comes).
+/// The pool's queue of borrowers and its idle bound, against a loopback listener that never
+/// accepts (`BacklogListener`: dials succeed and no answer ever comes).
 final class HTTP1UpstreamPoolTests: XCTestCase {
     private var loop: EventLoop!
-    private var listenFD: Int32 = -1
-    private var origin: Origin!
+    private var listener: BacklogListener!
+    private var origin: Origin { listener.origin }
 
     override func setUpWithError() throws {
         loop = try EventLoop()
-        listenFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var sin = sockaddr_in()
-        sin.sin_family = sa_family_t(AF_INET)
-        inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr)
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let fd = listenFD
-        let rc = withUnsafeMutablePointer(to: &sin) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { ptr -> Int32 in
-                guard bind(fd, ptr, len) == 0, listen(fd, 64) == 0 else { return -1 }
-                return getsockname(fd, ptr, &len)
-            }
-        }
-        XCTAssertEqual(rc, 0)
-        origin = Origin(scheme: .http, host: "127.0.0.1", port: UInt16(bigEndian: sin.sin_port), hostHeader: "test")
+        listener = try XCTUnwrap(BacklogListener())
     }
 
     override func tearDown() {
-        close(listenFD)
+        listener = nil
         loop = nil
     }
 
@@ -40,14 +27,8 @@ final class HTTP1UpstreamPoolTests: XCTestCase {
         HTTP1UpstreamPool(loop: loop, origin: origin, tls: nil, maxConnections: maxConnections, logger: Logger(label: "test"))
     }
 
-    /// Runs the loop until `done` or `timeout` passed.
     private func run(timeout: Double = 1, until done: @escaping () -> Bool) {
-        func check() {
-            if done() { loop.stop() } else { loop.schedule(after: 0.01) { check() } }
-        }
-        loop.schedule(after: 0) { check() }
-        loop.schedule(after: timeout) { [loop] in loop!.stop() }
-        loop.run()
+        loop.run(timeout: timeout, until: done)
     }
 
     /// One connection, borrowed.
@@ -136,5 +117,33 @@ final class HTTP1UpstreamPoolTests: XCTestCase {
         dead.cancel()
         pool.close()
         XCTAssertEqual(results, [true])
+    }
+
+    func testAnIdleConnectionOutlivesTheResponseTimeoutAndClosesAtTheIdleTimeout() throws {
+        var limits = ClientLimits()
+        limits.responseTimeout = 0.2
+        limits.idleTimeout = 0.9
+        let pool = HTTP1UpstreamPool(loop: loop, origin: origin, tls: nil, maxConnections: 1, limits: limits, logger: Logger(label: "test"))
+        let connection = try XCTUnwrap(borrowed(from: pool))
+        pool.release(connection, reusable: true)
+        let idleSince = ContinuousClock.now
+        run(timeout: 0.6) { false }
+        XCTAssertEqual(pool.totalConnections, 1, "idle three response timeouts long, still kept")
+        run(timeout: 2) { pool.totalConnections == 0 }
+        XCTAssertEqual(pool.totalConnections, 0, "closed once idle for the idle timeout")
+        let idled = ContinuousClock.now - idleSince
+        XCTAssertGreaterThan(idled, .milliseconds(800))
+        XCTAssertLessThan(idled, .milliseconds(1300))
+        pool.close()
+    }
+
+    func testWarmUpLeavesOneIdleConnectionAndOnlyOne() {
+        let pool = pool(maxConnections: 4)
+        pool.warmUp()
+        pool.warmUp()
+        XCTAssertEqual(pool.totalConnections, 1)
+        run(timeout: 1) { pool.takeIdle() != nil }
+        XCTAssertEqual(pool.totalConnections, 1, "the warm connection was lent, no other dialed")
+        pool.close()
     }
 }

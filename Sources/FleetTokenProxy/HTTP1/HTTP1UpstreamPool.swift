@@ -86,6 +86,13 @@ final class HTTP1UpstreamPool {
         return ticket
     }
 
+    /// Dials one connection for the idle list ahead of the first call (start-up), unless the
+    /// pool has one: a borrower that leaves at once, whose connection the pool keeps.
+    func warmUp() {
+        guard !closed, totalConnections == 0 else { return }
+        acquire { _ in }.cancel()
+    }
+
     /// A waiting ticket was cancelled: it no longer counts against `maxWaiters`.
     fileprivate func waiterCancelled() {
         waiting -= 1

@@ -29,14 +29,18 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     static let streamWindow = 256 * 1024
     /// Response bytes a stream may hold for a client that has not taken them, beyond its window.
     static let responseBufferBound = 256 * 1024
-    /// The connect timeout, kept as the bound on an idle connection.
+    /// Once connected: read inactivity closes the connection when no stream is open
+    /// (`--upstream-idle-timeout`); write inactivity keeps the connect timeout as its bound.
     private let idleTimeout: Double
+    private let writeTimeout: Double
 
-    init(bev: OpaquePointer, pool: HTTP2UpstreamPool, origin: Origin, isTLS: Bool, idleTimeout: Double, loop: EventLoop, id: Int) {
+    init(bev: OpaquePointer, pool: HTTP2UpstreamPool, origin: Origin, isTLS: Bool, idleTimeout: Double, writeTimeout: Double,
+         loop: EventLoop, id: Int) {
         self.pool = pool
         self.origin = origin
         self.isTLS = isTLS
         self.idleTimeout = idleTimeout
+        self.writeTimeout = writeTimeout
         self.loop = loop
         self.id = id
         transport = Transport(bev: bev, delegate: self, directWrites: !isTLS)
@@ -164,17 +168,14 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     private func connected() {
         guard let bev = transport.bev else { return }
         Dialer.setNoDelay(bev)
-        if !isTLS {
-            // One readv per readiness instead of FIONREAD and read; the read bound moves over
-            // with it (the bufferevent's own read timeout no longer applies once it stops reading).
-            transport.readDirectly()
-            transport.setTimeouts(read: idleTimeout, write: idleTimeout)
-        }
+        // One readv per readiness instead of FIONREAD and read (plain sockets only).
+        if !isTLS { transport.readDirectly() }
         if isTLS, Dialer.negotiatedALPN(bev) != "h2" {
             pool.discard(self, reason: "\(origin) did not agree to HTTP/2 (ALPN)")
             return
         }
-        // The connect timeout stays as the idle bound: an idle connection is closed after it.
+        // The connect timeout bounded connecting; from now on the idle bound takes over.
+        transport.setTimeouts(read: idleTimeout, write: writeTimeout)
         do {
             let session = try H2Session(isServer: false, transport: transport, delegate: self)
             // Each stream may hold `streamWindow` bytes of answer its client has not taken

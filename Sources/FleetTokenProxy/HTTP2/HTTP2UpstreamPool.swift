@@ -10,6 +10,8 @@ final class HTTP2UpstreamPool {
     private let tls: TLSContext?
     private let maxConnections: Int
     private let connectTimeout: Double
+    /// How long a connection without streams stays open (`--upstream-idle-timeout`).
+    private let idleTimeout: Double
     private let logger: Logger
     private var connections: [HTTP2UpstreamConnection] = []
     /// Exchanges waiting because every connection is full and no more may be opened.
@@ -17,12 +19,14 @@ final class HTTP2UpstreamPool {
     private var nextID = 0
     private var closed = false
 
-    init(loop: EventLoop, origin: Origin, tls: TLSContext?, maxConnections: Int = 4, connectTimeout: Double = 10, logger: Logger) {
+    init(loop: EventLoop, origin: Origin, tls: TLSContext?, maxConnections: Int = 4, connectTimeout: Double = 10,
+         idleTimeout: Double = Configuration.defaultUpstreamIdleTimeout, logger: Logger) {
         self.loop = loop
         self.origin = origin
         self.tls = tls
         self.maxConnections = maxConnections
         self.connectTimeout = connectTimeout
+        self.idleTimeout = idleTimeout
         self.logger = logger
     }
 
@@ -51,20 +55,40 @@ final class HTTP2UpstreamPool {
             return
         }
         if connections.count < maxConnections {
-            switch Dialer.connect(loop: loop, origin: origin, tls: tls, timeout: connectTimeout) {
-            case .failure(let failure):
-                exchange.end(.failed(failure))
-            case .success(let bev):
-                nextID += 1
-                let connection = HTTP2UpstreamConnection(bev: bev, pool: self, origin: origin, isTLS: tls != nil, idleTimeout: connectTimeout, loop: loop, id: nextID)
-                logger.debug("upstream HTTP/2 connection opened", metadata: ["origin": "\(origin)", "connections": "\(connections.count + 1)"])
-                connections.append(connection)
-                connection.start(exchange)
+            switch open() {
+            case .failure(let failure): exchange.end(.failed(failure))
+            case .success(let connection): connection.start(exchange)
             }
             return
         }
         waiting.push(exchange)
         logger.debug("upstream HTTP/2 connections full; call queued", metadata: ["origin": "\(origin)", "queued": "\(waiting.count)"])
+    }
+
+    /// Dials one connection ahead of the first call (start-up), unless one is open already. A
+    /// dial that fails is only logged: the first call dials again.
+    func warmUp() {
+        guard !closed, connections.isEmpty else { return }
+        if case .failure(let failure) = open() {
+            logger.debug("cannot warm the upstream HTTP/2 connection", metadata: ["origin": "\(origin)", "reason": "\(failure.message)"])
+        }
+    }
+
+    /// Connections open or connecting.
+    var connectionCount: Int { connections.count }
+
+    private func open() -> Result<HTTP2UpstreamConnection, ProxyFailure> {
+        switch Dialer.connect(loop: loop, origin: origin, tls: tls, timeout: connectTimeout) {
+        case .failure(let failure):
+            return .failure(failure)
+        case .success(let bev):
+            nextID += 1
+            let connection = HTTP2UpstreamConnection(bev: bev, pool: self, origin: origin, isTLS: tls != nil, idleTimeout: idleTimeout,
+                                                        writeTimeout: connectTimeout, loop: loop, id: nextID)
+            logger.debug("upstream HTTP/2 connection opened", metadata: ["origin": "\(origin)", "connections": "\(connections.count + 1)"])
+            connections.append(connection)
+            return .success(connection)
+        }
     }
 
     /// A connection's streams changed: hand it waiting exchanges if it has room now.
