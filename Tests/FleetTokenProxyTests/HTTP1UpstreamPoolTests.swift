@@ -146,4 +146,29 @@ final class HTTP1UpstreamPoolTests: XCTestCase {
         XCTAssertEqual(pool.totalConnections, 1, "the warm connection was lent, no other dialed")
         pool.close()
     }
+
+    func testAfterAnIdleStretchAnExchangeGetsTheWholeResponseTimeout() throws {
+        final class Sink: ResponseSink {
+            var failure: ProxyFailure?
+            func responseHead(_ head: ResponseHead, from connection: HTTP1UpstreamConnection) {}
+            func responseBody(count: Int, from connection: HTTP1UpstreamConnection) { connection.dropBody(count) }
+            func responseEnded(from connection: HTTP1UpstreamConnection) {}
+            func responseFailed(_ failure: ProxyFailure, retryable: Bool) { self.failure = failure }
+        }
+        var limits = ClientLimits()
+        limits.responseTimeout = 0.2
+        limits.idleTimeout = 0.5
+        let pool = HTTP1UpstreamPool(loop: loop, origin: origin, tls: nil, maxConnections: 1, limits: limits, logger: Logger(label: "test"))
+        pool.release(try XCTUnwrap(borrowed(from: pool)), reusable: true)
+        // Ticks at 0.2 and 0.4 s; the last one, shortened to end on the idle bound, is pending.
+        run(timeout: 0.45) { false }
+        let connection = try XCTUnwrap(pool.takeIdle())
+        let sink = Sink()
+        connection.beginExchange(method: "GET", sink: sink)
+        let asked = ContinuousClock.now
+        run(timeout: 1) { sink.failure != nil }
+        XCTAssertTrue(sink.failure?.message.contains("did not answer") ?? false, "\(String(describing: sink.failure))")
+        XCTAssertGreaterThan(ContinuousClock.now - asked, .milliseconds(180), "the response timeout, not the idle remainder")
+        pool.close()
+    }
 }
