@@ -1,3 +1,5 @@
+import Foundation
+import Synchronization
 @testable import FleetTokenProxy
 
 #if canImport(Glibc)
@@ -31,6 +33,51 @@ final class BacklogListener {
     }
 
     deinit { close(fd) }
+
+    /// While on, the connection `answerPings` accepted acknowledges PINGs.
+    final class Switch: Sendable {
+        private let state = Mutex(true)
+        var isOn: Bool { state.withLock { $0 } }
+        func turnOff() { state.withLock { $0 = false } }
+    }
+    let answering = Switch()
+
+    /// Accepts one connection on a thread of its own and plays a minimal h2c server on it:
+    /// SETTINGS, SETTINGS ACK, and a PING ACK for every PING while `answering` (all else is
+    /// read and ignored).
+    func answerPings() {
+        let fd = fd
+        let thread = Thread { [answering] in
+            let peer = accept(fd, nil, nil)
+            guard peer >= 0 else { return }
+            defer { close(peer) }
+            func send(_ bytes: [UInt8]) { _ = bytes.withUnsafeBytes { Glibc.send(peer, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+            send([0, 0, 0, 4, 0, 0, 0, 0, 0]) // SETTINGS, empty
+            var input: [UInt8] = []
+            var prefaceLeft = 24
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = chunk.withUnsafeMutableBytes { recv(peer, $0.baseAddress, $0.count, 0) }
+                guard n > 0 else { return }
+                input += chunk[0..<n]
+                let skip = min(prefaceLeft, input.count)
+                input.removeFirst(skip)
+                prefaceLeft -= skip
+                while input.count >= 9 {
+                    let length = Int(input[0]) << 16 | Int(input[1]) << 8 | Int(input[2])
+                    guard input.count >= 9 + length else { break }
+                    let type = input[3], flags = input[4]
+                    let payload = Array(input[9..<(9 + length)])
+                    input.removeFirst(9 + length)
+                    if type == 4 && flags & 1 == 0 { send([0, 0, 0, 4, 1, 0, 0, 0, 0]) }
+                    if type == 6 && flags & 1 == 0 && answering.isOn {
+                        send([0, 0, 8, 6, 1, 0, 0, 0, 0] + payload)
+                    }
+                }
+            }
+        }
+        thread.start()
+    }
 }
 
 extension EventLoop {

@@ -33,6 +33,10 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     /// (`--upstream-idle-timeout`); write inactivity keeps the connect timeout as its bound.
     private let idleTimeout: Double
     private let writeTimeout: Double
+    /// PING while idle, a dead path, the idle close (`H2Keepalive`), driven by `tickTimer`
+    /// from the time the connection is ready: nothing per call.
+    private var keepalive: H2Keepalive?
+    private var tickTimer: ScheduledWork?
 
     init(bev: OpaquePointer, pool: HTTP2UpstreamPool, origin: Origin, isTLS: Bool, idleTimeout: Double, writeTimeout: Double,
          loop: EventLoop, id: Int) {
@@ -190,11 +194,39 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
             return
         }
         state = .ready
+        keepalive = pool.makeKeepalive()
+        scheduleTick()
         let waiting = pending
         pending.removeAll()
         for exchange in waiting { start(exchange) }
         flush()
         pool.loadChanged(self)
+    }
+
+    // MARK: Keepalive
+
+    private func scheduleTick() {
+        guard let period = keepalive?.tickPeriod else { return }
+        tickTimer = loop.schedule(after: period) { [weak self] in self?.tick() }
+    }
+
+    private func tick() {
+        guard state == .ready, let session else { return }
+        switch keepalive?.tick(now: pool.now, idle: streams.isEmpty && pending.isEmpty) {
+        case .sendPing?:
+            session.submitPing()
+            pool.pingSent()
+            flush()
+        case .pathDead?:
+            pool.pathDead(self)
+            return
+        case .closeIdle?:
+            pool.discard(self, reason: "idle")
+            return
+        case nil:
+            break
+        }
+        scheduleTick()
     }
 
     // MARK: Flushing
@@ -263,7 +295,15 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         // Streams above lastStreamID come back as REFUSED_STREAM and are sent again; new calls
         // go to another connection.
         state = .goingAway
+        tickTimer?.cancel()
+        if let action = keepalive?.goAway(errorCode: errorCode, now: pool.now) {
+            pool.goAwayReceived(from: self, errorCode: errorCode, action)
+        }
         pool.loadChanged(self)
+    }
+
+    func h2PingAcked() {
+        if case .roundTrip(let seconds)? = keepalive?.pingAcked(now: pool.now) { pool.pingAcked(roundTrip: seconds) }
     }
 
     // MARK: Closing (by the pool only)
@@ -277,6 +317,7 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         streams.removeAll()
         pending.removeAll()
         flushWakeup.cancel()
+        tickTimer?.cancel()
         session?.close()
         session = nil
         transport.close()
