@@ -44,8 +44,8 @@ final class BacklogListener {
 
     /// Accepts one connection on a thread of its own and plays a minimal h2c server on it:
     /// SETTINGS, SETTINGS ACK, and a PING ACK for every PING while `answering` (all else is
-    /// read and ignored).
-    func answerPings() {
+    /// read and ignored); `calm`: a GOAWAY ENHANCE_YOUR_CALM instead of each PING ACK.
+    func answerPings(calm: Bool = false) {
         let fd = fd
         let thread = Thread { [answering] in
             let peer = accept(fd, nil, nil)
@@ -71,7 +71,7 @@ final class BacklogListener {
                     input.removeFirst(9 + length)
                     if type == 4 && flags & 1 == 0 { send([0, 0, 0, 4, 1, 0, 0, 0, 0]) }
                     if type == 6 && flags & 1 == 0 && answering.isOn {
-                        send([0, 0, 8, 6, 1, 0, 0, 0, 0] + payload)
+                        send(calm ? [0, 0, 8, 7, 0, 0, 0, 0, 0] + [0, 0, 0, 0, 0, 0, 0, 0xb] : [0, 0, 8, 6, 1, 0, 0, 0, 0] + payload)
                     }
                 }
             }

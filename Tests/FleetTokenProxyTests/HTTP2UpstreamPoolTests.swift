@@ -63,4 +63,16 @@ final class HTTP2UpstreamPoolTests: XCTestCase {
         XCTAssertGreaterThan(ContinuousClock.now - start, .milliseconds(450), "PING at 0.2 s, unanswered at 0.5 s")
         pool.close()
     }
+
+    func testEnhanceYourCalmBacksThePingsOffAndOpensTheReplacementAtOnce() {
+        listener.answerPings(calm: true)
+        let pool = HTTP2UpstreamPool(loop: loop, origin: listener.origin, tls: nil, connectTimeout: 1, idleTimeout: 10,
+                                     pingInterval: 1.1, pingAckTimeout: 5, logger: Logger(label: "test"))
+        pool.warmUp()
+        loop.run(timeout: 3) { pool.connectionsOpened == 2 }
+        XCTAssertEqual(pool.pingsSent, 1)
+        XCTAssertEqual(pool.pingInterval, 2.2, "the interval doubled for every later connection")
+        XCTAssertEqual(pool.connectionsOpened, 2, "the replacement opened before any call needed it")
+        pool.close()
+    }
 }
