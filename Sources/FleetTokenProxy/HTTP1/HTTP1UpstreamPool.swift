@@ -22,6 +22,8 @@ final class HTTP1UpstreamPool {
     private let tls: TLSContext?
     private let maxConnections: Int
     private let limits: ClientLimits
+    /// Counts the connections dialed (Fleet Engine's pool; the provider's records nothing).
+    private let metrics: ProxyMetrics
     private let logger: Logger
     /// Most recently used last: reuse the warmest connection.
     private var idle: [HTTP1UpstreamConnection] = []
@@ -41,12 +43,13 @@ final class HTTP1UpstreamPool {
     private var closed = false
 
     init(loop: EventLoop, origin: Origin, tls: TLSContext?, maxConnections: Int, limits: ClientLimits = ClientLimits(),
-         maxWaiters: Int = HTTP1UpstreamPool.defaultMaxWaiters, logger: Logger) {
+         maxWaiters: Int = HTTP1UpstreamPool.defaultMaxWaiters, metrics: ProxyMetrics = ProxyMetrics(), logger: Logger) {
         self.loop = loop
         self.origin = origin
         self.tls = tls
         self.maxConnections = max(1, maxConnections)
         self.limits = limits
+        self.metrics = metrics
         self.maxWaiters = max(0, maxWaiters)
         self.logger = logger
     }
@@ -194,6 +197,7 @@ final class HTTP1UpstreamPool {
             ticket.complete(.failure(failure))
         case .success(let bev):
             let connection = HTTP1UpstreamConnection(bev: bev, pool: self, limits: limits, id: nextID, isTLS: tls != nil)
+            metrics.upstreamConnectionOpened(.http1)
             dialing[ObjectIdentifier(connection)] = (connection, ticket)
         }
     }

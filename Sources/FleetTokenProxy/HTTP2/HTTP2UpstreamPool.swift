@@ -17,6 +17,7 @@ final class HTTP2UpstreamPool {
     private(set) var pingInterval: Double
     private let pingAckTimeout: Double
     private let clock: TokenClock
+    private let metrics: ProxyMetrics
     /// Connections opened, PINGs sent and the last PING round trip, for tests and `/metrics`.
     private(set) var connectionsOpened = 0
     private(set) var pingsSent = 0
@@ -30,7 +31,8 @@ final class HTTP2UpstreamPool {
 
     init(loop: EventLoop, origin: Origin, tls: TLSContext?, maxConnections: Int = 4, connectTimeout: Double = 10,
          idleTimeout: Double = Configuration.defaultUpstreamIdleTimeout, pingInterval: Double = H2Keepalive.defaultPingInterval,
-         pingAckTimeout: Double = H2Keepalive.defaultAckTimeout, clock: TokenClock = SystemClock(), logger: Logger) {
+         pingAckTimeout: Double = H2Keepalive.defaultAckTimeout, clock: TokenClock = SystemClock(),
+         metrics: ProxyMetrics = ProxyMetrics(), logger: Logger) {
         self.loop = loop
         self.origin = origin
         self.tls = tls
@@ -40,6 +42,7 @@ final class HTTP2UpstreamPool {
         self.pingInterval = pingInterval
         self.pingAckTimeout = pingAckTimeout
         self.clock = clock
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -97,6 +100,7 @@ final class HTTP2UpstreamPool {
         case .success(let bev):
             nextID += 1
             connectionsOpened += 1
+            metrics.upstreamConnectionOpened(.h2)
             let connection = HTTP2UpstreamConnection(bev: bev, pool: self, origin: origin, isTLS: tls != nil, idleTimeout: idleTimeout,
                                                         writeTimeout: connectTimeout, loop: loop, id: nextID)
             logger.debug("upstream HTTP/2 connection opened", metadata: ["origin": "\(origin)", "connections": "\(connections.count + 1)"])
@@ -113,9 +117,15 @@ final class HTTP2UpstreamPool {
         H2Keepalive(now: now, pingInterval: pingInterval, ackTimeout: pingAckTimeout, idleTimeout: idleTimeout)
     }
 
-    func pingSent() { pingsSent += 1 }
+    func pingSent() {
+        pingsSent += 1
+        metrics.upstreamPingSent()
+    }
 
-    func pingAcked(roundTrip seconds: Double) { lastPingRoundTrip = seconds }
+    func pingAcked(roundTrip seconds: Double) {
+        lastPingRoundTrip = seconds
+        metrics.upstreamPingAcked(roundTrip: seconds)
+    }
 
     /// A PING went unanswered: the path is gone (a NAT forgot it, the peer vanished). Its
     /// replacement is opened now, before a call needs it.
@@ -129,6 +139,7 @@ final class HTTP2UpstreamPool {
     /// again; a replacement is opened now unless another connection has room.
     func goAwayReceived(from connection: HTTP2UpstreamConnection, errorCode: UInt32, _ action: H2Keepalive.GoAwayAction) {
         logger.debug("upstream HTTP/2 GOAWAY", metadata: ["origin": "\(origin)", "error_code": "\(errorCode)"])
+        metrics.upstreamGoAwayReceived(code: errorCode)
         switch action {
         case .wait(let interval):
             pingInterval = interval

@@ -92,13 +92,13 @@ package final class Sidecar {
         var upstreamLimits = ClientLimits()
         upstreamLimits.idleTimeout = configuration.upstreamIdleTimeout
         let upstream = HTTP1UpstreamPool(loop: loop, origin: Origin(configuration.upstream), tls: upstreamTLS,
-                                      maxConnections: 256, limits: upstreamLimits, logger: logger)
+                                      maxConnections: 256, limits: upstreamLimits, metrics: metrics, logger: logger)
         // HTTP/2 upstream: TLS must agree on "h2" by ALPN; http:// speaks h2c with prior knowledge.
         let upstreamH2TLS = upstreamTrust.map {
             TLSContext.client(trust: $0, alpn: ["h2"]) { metrics.tlsHandshakeFinished(peer: .upstream, resumed: $0) }
         }
         let upstreamH2 = HTTP2UpstreamPool(loop: loop, origin: Origin(configuration.upstream), tls: upstreamH2TLS,
-                                           idleTimeout: configuration.upstreamIdleTimeout, logger: logger)
+                                           idleTimeout: configuration.upstreamIdleTimeout, metrics: metrics, logger: logger)
         core = ProxyCore(loop: loop, cache: cache, upstream: upstream, upstreamH2: upstreamH2, limits: configuration.limits,
                          clock: clock, logger: logger,
                          metrics: metrics, accessLogger: configuration.accessLog ? LogSetup.makeAccessLogger() : nil)
