@@ -157,11 +157,14 @@ package final class Sidecar {
         return bound
     }
 
-    /// Once the loop runs (after READY is sent, which never waits for it): one HTTP/2 and one
-    /// HTTP/1.1 connection to the upstream, so the first calls find them open.
+    /// Once the loop runs (after READY is sent, which never waits for it): one HTTP/1.1
+    /// connection to the upstream, and for `https://` one HTTP/2 connection, so the first calls
+    /// find them open. An `http://` upstream (local testing) may speak HTTP/1.1 only, and would
+    /// see an unasked h2c preface as a bad request: its HTTP/2 connection waits for a call.
     private func warmUpstreamSoon() {
+        let http2 = configuration.upstream.scheme == .https
         _ = loop.schedule(after: 0) { [core] in
-            core.upstreamH2.warmUp()
+            if http2 { core.upstreamH2.warmUp() }
             core.upstream.warmUp()
         }
     }
