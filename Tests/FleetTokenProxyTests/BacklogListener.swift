@@ -1,4 +1,5 @@
 import Foundation
+import XCTest
 import Synchronization
 @testable import FleetTokenProxy
 
@@ -80,7 +81,37 @@ final class BacklogListener {
     }
 }
 
+/// A test case with a fresh loop and `BacklogListener` for each test.
+class BacklogListenerTestCase: XCTestCase {
+    var loop: EventLoop!
+    var listener: BacklogListener!
+
+    override func setUpWithError() throws {
+        loop = try EventLoop()
+        listener = try XCTUnwrap(BacklogListener())
+    }
+
+    override func tearDown() {
+        listener = nil
+        loop = nil
+    }
+}
+
 extension EventLoop {
+    /// Checks that a pool's one idle connection (counted by `connections`) is still open after
+    /// 0.6 s, longer than the old bound of 0.2 s the test set, and closed at about 0.9 s, the
+    /// idle timeout the test set.
+    func expectIdleCloseAtPointNine(_ connections: @escaping () -> Int, file: StaticString = #filePath, line: UInt = #line) {
+        let idleSince = ContinuousClock.now
+        run(timeout: 0.6) { false }
+        XCTAssertEqual(connections(), 1, "idle three old bounds long, still open", file: file, line: line)
+        run(timeout: 2) { connections() == 0 }
+        XCTAssertEqual(connections(), 0, "closed once idle for the idle timeout", file: file, line: line)
+        let idled = ContinuousClock.now - idleSince
+        XCTAssertGreaterThan(idled, .milliseconds(800), file: file, line: line)
+        XCTAssertLessThan(idled, .milliseconds(1300), file: file, line: line)
+    }
+
     /// Runs the loop until `done` or `timeout` seconds passed.
     func run(timeout: Double, until done: @escaping () -> Bool) {
         func check() {

@@ -8,20 +8,8 @@ import Glibc
 
 /// The pool's queue of borrowers and its idle bound, against a loopback listener that never
 /// accepts (`BacklogListener`: dials succeed and no answer ever comes).
-final class HTTP1UpstreamPoolTests: XCTestCase {
-    private var loop: EventLoop!
-    private var listener: BacklogListener!
+final class HTTP1UpstreamPoolTests: BacklogListenerTestCase {
     private var origin: Origin { listener.origin }
-
-    override func setUpWithError() throws {
-        loop = try EventLoop()
-        listener = try XCTUnwrap(BacklogListener())
-    }
-
-    override func tearDown() {
-        listener = nil
-        loop = nil
-    }
 
     private func pool(maxConnections: Int = 1) -> HTTP1UpstreamPool {
         HTTP1UpstreamPool(loop: loop, origin: origin, tls: nil, maxConnections: maxConnections, logger: Logger(label: "test"))
@@ -126,14 +114,7 @@ final class HTTP1UpstreamPoolTests: XCTestCase {
         let pool = HTTP1UpstreamPool(loop: loop, origin: origin, tls: nil, maxConnections: 1, limits: limits, logger: Logger(label: "test"))
         let connection = try XCTUnwrap(borrowed(from: pool))
         pool.release(connection, reusable: true)
-        let idleSince = ContinuousClock.now
-        run(timeout: 0.6) { false }
-        XCTAssertEqual(pool.totalConnections, 1, "idle three response timeouts long, still kept")
-        run(timeout: 2) { pool.totalConnections == 0 }
-        XCTAssertEqual(pool.totalConnections, 0, "closed once idle for the idle timeout")
-        let idled = ContinuousClock.now - idleSince
-        XCTAssertGreaterThan(idled, .milliseconds(800))
-        XCTAssertLessThan(idled, .milliseconds(1300))
+        loop.expectIdleCloseAtPointNine { pool.totalConnections }
         pool.close()
     }
 
