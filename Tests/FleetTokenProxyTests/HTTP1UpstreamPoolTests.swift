@@ -118,6 +118,18 @@ final class HTTP1UpstreamPoolTests: BacklogListenerTestCase {
         pool.close()
     }
 
+    func testABorrowerDuringTheStartUpDialTakesThatConnection() {
+        let pool = pool(maxConnections: 4)
+        pool.warmUp()
+        var connection: HTTP1UpstreamConnection?
+        pool.acquire { if case .success(let c) = $0 { connection = c } }
+        XCTAssertEqual(pool.totalConnections, 1, "no second dial")
+        run { connection != nil }
+        XCTAssertNotNil(connection)
+        XCTAssertEqual(pool.totalConnections, 1)
+        pool.close()
+    }
+
     func testWarmUpLeavesOneIdleConnectionAndOnlyOne() {
         let pool = pool(maxConnections: 4)
         pool.warmUp()

@@ -41,6 +41,9 @@ final class HTTP1UpstreamPool {
     private let maxWaiters: Int
     private var nextID = 0
     private var closed = false
+    /// The start-up connection while it is dialed for no one (`warmUp`): the first borrower
+    /// takes it over instead of dialing another.
+    private var warming: ObjectIdentifier?
 
     init(loop: EventLoop, origin: Origin, tls: TLSContext?, maxConnections: Int, limits: ClientLimits = ClientLimits(),
          maxWaiters: Int = HTTP1UpstreamPool.defaultMaxWaiters, metrics: ProxyMetrics = ProxyMetrics(), logger: Logger) {
@@ -77,6 +80,9 @@ final class HTTP1UpstreamPool {
         }
         if let connection = takeIdle() {
             ticket.complete(.success(connection))
+        } else if let id = warming, let d = dialing[id] {
+            warming = nil
+            dialing[id] = (d.connection, ticket)
         } else if totalConnections < maxConnections {
             dial(for: ticket)
         } else if waiting >= maxWaiters {
@@ -94,6 +100,7 @@ final class HTTP1UpstreamPool {
     func warmUp() {
         guard !closed, totalConnections == 0 else { return }
         acquire { _ in }.cancel()
+        warming = dialing.keys.first
     }
 
     /// A waiting ticket was cancelled: it no longer counts against `maxWaiters`.
@@ -165,6 +172,7 @@ final class HTTP1UpstreamPool {
 
     func connected(_ connection: HTTP1UpstreamConnection) {
         guard let d = dialing.removeValue(forKey: ObjectIdentifier(connection)) else { return }
+        if warming == ObjectIdentifier(connection) { warming = nil }
         if let bev = connection.bufferevent { Dialer.setNoDelay(bev) }
         busy.insert(connection)
         if d.ticket.isPending {
@@ -177,6 +185,7 @@ final class HTTP1UpstreamPool {
 
     func dialFailed(_ connection: HTTP1UpstreamConnection, reason: String) {
         guard let d = dialing.removeValue(forKey: ObjectIdentifier(connection)) else { return }
+        if warming == ObjectIdentifier(connection) { warming = nil }
         connection.closeTransport()
         logger.debug("cannot connect", metadata: ["origin": "\(origin)", "reason": "\(reason)"])
         d.ticket.complete(.failure(.upstreamUnavailable("cannot connect to \(origin): \(reason)")))
