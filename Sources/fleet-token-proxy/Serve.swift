@@ -61,6 +61,8 @@ struct Serve: ParsableCommand {
     var maxBufferedBytes = ServerLimits().maxBufferedBytes
     @Option(help: "On SIGTERM, seconds given to calls in flight.")
     var drainTimeout: Double = 10
+    @Option(help: "Seconds an idle upstream connection (HTTP/2 or HTTP/1.1) is kept open.")
+    var upstreamIdleTimeout: Double = Configuration.defaultUpstreamIdleTimeout
     @Option(help: "trace|debug|info|notice|warning|error|critical")
     var logLevel = "info"
 
@@ -101,6 +103,7 @@ struct Serve: ParsableCommand {
             config.socketMode = mode
         }
         config.drainTimeout = drainTimeout
+        config.upstreamIdleTimeout = upstreamIdleTimeout
         config.limits.maxBufferedBytes = maxBufferedBytes
         guard let level = Logger.Level(rawValue: logLevel.lowercased()) else {
             throw ConfigError("--log-level must be one of trace, debug, info, notice, warning, error, critical")

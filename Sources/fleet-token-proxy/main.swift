@@ -15,7 +15,7 @@ let serveFlags: [EnvironmentArguments.Flag] = [
     .init("provider-header-file"), .init("provider-ca-file"), .init("token-field"), .init("expiry-field"),
     .init("refresh-margin"), .init("min-token-validity"), .init("max-entities"), .init("provider-concurrency"),
     .init("provider-timeout"), .init("lazy-refresh", takesValue: false), .init("admin-listen"), .init("socket-mode"),
-    .init("drain-timeout"), .init("log-level"),
+    .init("drain-timeout"), .init("upstream-idle-timeout"), .init("log-level"),
     .init("provider-backoff-max"), .init("max-buffered-bytes"),
     .init("signer", repeatable: true), .init("signed-token-lifetime"),
 ]

@@ -23,4 +23,17 @@ final class ConfigurationTests: XCTestCase {
             XCTAssertTrue(message.contains("--max-buffered-bytes") && message.contains("65536"), message)
         }
     }
+
+    func testUpstreamIdleTimeoutDefaultsToTenMinutesAndMustBePositive() throws {
+        var config = try configuration()
+        XCTAssertEqual(config.upstreamIdleTimeout, 600)
+        config.upstreamIdleTimeout = 0
+        XCTAssertThrowsError(try config.validate()) { error in
+            XCTAssertTrue((error as? ConfigError)?.message.contains("--upstream-idle-timeout") ?? false)
+        }
+        config.upstreamIdleTimeout = .nan
+        XCTAssertThrowsError(try config.validate())
+        config.upstreamIdleTimeout = 0.5
+        XCTAssertNoThrow(try config.validate())
+    }
 }

@@ -39,6 +39,13 @@ final class H2MessageTranslationTests: XCTestCase {
         XCTAssertEqual(try XCTUnwrap(parse(bytes)).0.declaredFraming, .chunked)
     }
 
+    func testAHeadWithTwoStatusesIsNoHead() {
+        // RFC 9113 §8.3.2: exactly one :status. Found by the h2-response-head fuzz target: an
+        // invalid first and a valid second :status made a head with the second.
+        XCTAssertNil(H2MessageTranslation.http1Head(list([(":status", "001"), (":status", "201")])))
+        XCTAssertNil(H2MessageTranslation.http1Head(list([(":status", "200"), (":status", "200")])))
+    }
+
     func testNoValidStatusIsNoHead() {
         for status in ["", "20", "2000", "099", "2x0"] {
             XCTAssertNil(H2MessageTranslation.http1Head(list([(":status", status)])), status)

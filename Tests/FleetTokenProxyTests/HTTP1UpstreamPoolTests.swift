@@ -6,48 +6,17 @@ import XCTest
 import Glibc
 #endif
 
-/// The pool's queue of borrowers, against a loopback listener that never accepts (the kernel
-/// completes the handshakes, so dials succeed and no answer ever comes).
-final class HTTP1UpstreamPoolTests: XCTestCase {
-    private var loop: EventLoop!
-    private var listenFD: Int32 = -1
-    private var origin: Origin!
-
-    override func setUpWithError() throws {
-        loop = try EventLoop()
-        listenFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var sin = sockaddr_in()
-        sin.sin_family = sa_family_t(AF_INET)
-        inet_pton(AF_INET, "127.0.0.1", &sin.sin_addr)
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let fd = listenFD
-        let rc = withUnsafeMutablePointer(to: &sin) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { ptr -> Int32 in
-                guard bind(fd, ptr, len) == 0, listen(fd, 64) == 0 else { return -1 }
-                return getsockname(fd, ptr, &len)
-            }
-        }
-        XCTAssertEqual(rc, 0)
-        origin = Origin(scheme: .http, host: "127.0.0.1", port: UInt16(bigEndian: sin.sin_port), hostHeader: "test")
-    }
-
-    override func tearDown() {
-        close(listenFD)
-        loop = nil
-    }
+/// The pool's queue of borrowers and its idle bound, against a loopback listener that never
+/// accepts (`BacklogListener`: dials succeed and no answer ever comes).
+final class HTTP1UpstreamPoolTests: BacklogListenerTestCase {
+    private var origin: Origin { listener.origin }
 
     private func pool(maxConnections: Int = 1) -> HTTP1UpstreamPool {
         HTTP1UpstreamPool(loop: loop, origin: origin, tls: nil, maxConnections: maxConnections, logger: Logger(label: "test"))
     }
 
-    /// Runs the loop until `done` or `timeout` passed.
     private func run(timeout: Double = 1, until done: @escaping () -> Bool) {
-        func check() {
-            if done() { loop.stop() } else { loop.schedule(after: 0.01) { check() } }
-        }
-        loop.schedule(after: 0) { check() }
-        loop.schedule(after: timeout) { [loop] in loop!.stop() }
-        loop.run()
+        loop.run(timeout: timeout, until: done)
     }
 
     /// One connection, borrowed.
@@ -136,5 +105,63 @@ final class HTTP1UpstreamPoolTests: XCTestCase {
         dead.cancel()
         pool.close()
         XCTAssertEqual(results, [true])
+    }
+
+    func testAnIdleConnectionOutlivesTheResponseTimeoutAndClosesAtTheIdleTimeout() throws {
+        var limits = ClientLimits()
+        limits.responseTimeout = 0.2
+        limits.idleTimeout = 0.9
+        let pool = HTTP1UpstreamPool(loop: loop, origin: origin, tls: nil, maxConnections: 1, limits: limits, logger: Logger(label: "test"))
+        let connection = try XCTUnwrap(borrowed(from: pool))
+        pool.release(connection, reusable: true)
+        loop.expectIdleCloseAtPointNine { pool.totalConnections }
+        pool.close()
+    }
+
+    func testABorrowerDuringTheStartUpDialTakesThatConnection() {
+        let pool = pool(maxConnections: 4)
+        pool.warmUp()
+        var connection: HTTP1UpstreamConnection?
+        pool.acquire { if case .success(let c) = $0 { connection = c } }
+        XCTAssertEqual(pool.totalConnections, 1, "no second dial")
+        run { connection != nil }
+        XCTAssertNotNil(connection)
+        XCTAssertEqual(pool.totalConnections, 1)
+        pool.close()
+    }
+
+    func testWarmUpLeavesOneIdleConnectionAndOnlyOne() {
+        let pool = pool(maxConnections: 4)
+        pool.warmUp()
+        pool.warmUp()
+        XCTAssertEqual(pool.totalConnections, 1)
+        run(timeout: 1) { pool.takeIdle() != nil }
+        XCTAssertEqual(pool.totalConnections, 1, "the warm connection was lent, no other dialed")
+        pool.close()
+    }
+
+    func testAfterAnIdleStretchAnExchangeGetsTheWholeResponseTimeout() throws {
+        final class Sink: ResponseSink {
+            var failure: ProxyFailure?
+            func responseHead(_ head: ResponseHead, from connection: HTTP1UpstreamConnection) {}
+            func responseBody(count: Int, from connection: HTTP1UpstreamConnection) { connection.dropBody(count) }
+            func responseEnded(from connection: HTTP1UpstreamConnection) {}
+            func responseFailed(_ failure: ProxyFailure, retryable: Bool) { self.failure = failure }
+        }
+        var limits = ClientLimits()
+        limits.responseTimeout = 0.2
+        limits.idleTimeout = 0.5
+        let pool = HTTP1UpstreamPool(loop: loop, origin: origin, tls: nil, maxConnections: 1, limits: limits, logger: Logger(label: "test"))
+        pool.release(try XCTUnwrap(borrowed(from: pool)), reusable: true)
+        // Ticks at 0.2 and 0.4 s; the last one, shortened to end on the idle bound, is pending.
+        run(timeout: 0.45) { false }
+        let connection = try XCTUnwrap(pool.takeIdle())
+        let sink = Sink()
+        connection.beginExchange(method: "GET", sink: sink)
+        let asked = ContinuousClock.now
+        run(timeout: 1) { sink.failure != nil }
+        XCTAssertTrue(sink.failure?.message.contains("did not answer") ?? false, "\(String(describing: sink.failure))")
+        XCTAssertGreaterThan(ContinuousClock.now - asked, .milliseconds(180), "the response timeout, not the idle remainder")
+        pool.close()
     }
 }

@@ -28,6 +28,9 @@ package struct Configuration: Sendable {
     package var adminListen: ListenAddress?
     package var socketMode: UInt32?
     package var drainTimeout: Double = 10
+    /// How long an idle upstream connection, HTTP/2 or HTTP/1.1, is kept open
+    /// (`--upstream-idle-timeout`).
+    package var upstreamIdleTimeout: Double = Configuration.defaultUpstreamIdleTimeout
     package var logLevel: Logger.Level = .info
     /// One `info` line per call on the `fleet-token-proxy.access` logger (`--access-log`).
     package var accessLog = false
@@ -45,6 +48,11 @@ package struct Configuration: Sendable {
     /// The smallest `--max-buffered-bytes` accepted: a budget of only a few reads' worth of
     /// request bytes would refuse ordinary calls, a misconfiguration rather than a bound.
     static let minimumBufferedBytes = 64 * 1024
+
+    /// Ten minutes: a client that calls every few minutes, or after a ten-minute lull, finds
+    /// its connection warm (issue 17's idle rows), while a sidecar with no callers still lets
+    /// its connections go.
+    package static let defaultUpstreamIdleTimeout: Double = 600
 
     /// Fleet Engine accepts at most an hour (docs/CONTRACT.md §2); under a minute would make
     /// refreshing the main thing a signer does.
@@ -70,6 +78,7 @@ package struct Configuration: Sendable {
         if providerTimeout <= 0 { throw ConfigError("--provider-timeout must be more than 0 seconds") }
         if !(providerBackoffMax > 0) { throw ConfigError("--provider-backoff-max must be more than 0 seconds") }
         if drainTimeout < 0 { throw ConfigError("--drain-timeout must be 0 or more seconds") }
+        if !(upstreamIdleTimeout > 0) { throw ConfigError("--upstream-idle-timeout must be more than 0 seconds") }
         if !Self.signedTokenLifetimes.contains(signedTokenLifetime) {
             throw ConfigError("--signed-token-lifetime must be 60 to 3600 seconds")
         }

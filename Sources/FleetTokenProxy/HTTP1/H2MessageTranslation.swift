@@ -24,8 +24,8 @@ package enum H2MessageTranslation {
         return list
     }
 
-    /// The HTTP/1.1 response head for an HTTP/2 answer's head `fields`, nil when it has no
-    /// valid `:status` (three digits, 100–999). The rule for fields: pseudo-fields, the
+    /// The HTTP/1.1 response head for an HTTP/2 answer's head `fields`, nil unless it has exactly
+    /// one `:status`, and a valid one (three digits, 100–999). The rule for fields: pseudo-fields, the
     /// connection-specific ones (RFC 9113 §8.2.2) and `trailer` are dropped, and so is any field
     /// whose name is not a token or whose value holds a byte HTTP/1.1 forbids (a control byte
     /// other than HTAB: no CR, LF or NUL can reach the client), starts or ends with whitespace,
@@ -35,13 +35,18 @@ package enum H2MessageTranslation {
     /// close-delimited body for an HTTP/1.0 client).
     static func http1Head(_ fields: H2HeaderList) -> [UInt8]? {
         var status: Int?
+        var statusFields = 0
         var contentLength: Int?
         fields.forEach { name, value in
-            if name == ":status" { status = Self.status(value) }
+            if name == ":status" {
+                statusFields += 1
+                status = Self.status(value)
+            }
             if name == "content-length" { contentLength = contentLength ?? Self.decimal(value) }
             return true
         }
-        guard let status else { return nil }
+        // RFC 9113 §8.3.2: exactly one :status; a head with two is malformed, not relayed.
+        guard statusFields == 1, let status else { return nil }
         return HeadWriter.bytes { out in
             out.write(literal: "HTTP/1.1 ")
             out.decimal(status)

@@ -34,6 +34,11 @@ final class HTTP1UpstreamConnection: TransportDelegate {
     /// lent. Only the pool reads and sets it.
     var lentSlot = -1
     let id: Int
+    /// Idle time counted by read-timeout ticks since `markIdle`, and the read timeout now set:
+    /// the idle bound costs nothing per exchange (no clock read, no timer change) and is
+    /// checked only when the response timeout fires on an idle connection.
+    private var idleTicked: Double = 0
+    private var readTimeout: Double = 0
 
     init(bev: OpaquePointer, pool: HTTP1UpstreamPool, limits: ClientLimits, id: Int, isTLS: Bool) {
         self.pool = pool
@@ -52,6 +57,8 @@ final class HTTP1UpstreamConnection: TransportDelegate {
         self.sink = sink
         bytesReceived = false
         state = .awaitingHead
+        // Only after an idle stretch shortened it for the last tick before the idle bound.
+        if readTimeout != limits.responseTimeout { setReadTimeout(limits.responseTimeout) }
         // The answer gets the whole response timeout from now, however long the connection sat
         // idle in the pool: the read timeout otherwise counts from the last bytes it read.
         if readingPaused { resumeReading() } else { transport.restartReadTimeout() }
@@ -176,7 +183,7 @@ final class HTTP1UpstreamConnection: TransportDelegate {
             // while pooled. Changing them per exchange would cost epoll_ctl calls; each exchange
             // only restarts the read timeout (`beginExchange`), which moves a timer and no more.
             transport.readDirectly()
-            transport.setTimeouts(read: limits.responseTimeout, write: limits.responseTimeout)
+            setReadTimeout(limits.responseTimeout)
             pool.connected(self)
             return
         }
@@ -184,6 +191,8 @@ final class HTTP1UpstreamConnection: TransportDelegate {
         switch state {
         case .connecting:
             pool.dialFailed(self, reason: why)
+        case .idle where e & BEV_EVENT_TIMEOUT != 0:
+            idleTimeoutTicked()
         case .idle:
             pool.discard(self, reason: why)
         case .readingBody(.untilClose) where e & BEV_EVENT_EOF != 0:
@@ -205,6 +214,7 @@ final class HTTP1UpstreamConnection: TransportDelegate {
 
     func markIdle() {
         state = .idle
+        idleTicked = 0
         sink = nil
         if readingPaused { resumeReading() }
     }
@@ -217,6 +227,26 @@ final class HTTP1UpstreamConnection: TransportDelegate {
     }
 
     // MARK: Private
+
+    /// The read timeout fired on an idle connection: it has been idle about `idleTicked`
+    /// seconds (the timeout counts from the answer's last bytes, when it went idle). Closed
+    /// once that reaches `limits.idleTimeout` (or at the first tick, when the response timeout
+    /// is the longer); otherwise it keeps reading, the last tick shortened to end on the bound.
+    private func idleTimeoutTicked() {
+        idleTicked += readTimeout
+        let left = limits.idleTimeout - idleTicked
+        guard left > 0.001 else {
+            pool.discard(self, reason: "idle for \(Int(idleTicked)) s")
+            return
+        }
+        if left < readTimeout { setReadTimeout(left) }
+        transport.enableReading()
+    }
+
+    private func setReadTimeout(_ seconds: Double) {
+        readTimeout = seconds
+        transport.setTimeouts(read: seconds, write: limits.responseTimeout)
+    }
 
     private func deliver(_ count: Int) {
         guard let sink else { transport.drainInput(count); return }
@@ -289,9 +319,11 @@ extension ResponseSink {
 struct ClientLimits {
     var maxHeadBytes = 64 * 1024
     var maxHeaderCount = 128
-    /// Time allowed for the answer to start and between any two reads of it; also how long
-    /// a pooled connection may stay idle.
+    /// Time allowed for the answer to start and between any two reads of it.
     var responseTimeout: Double = 60
+    /// How long a pooled connection may stay idle (`--upstream-idle-timeout` for Fleet
+    /// Engine), checked each `responseTimeout` while idle.
+    var idleTimeout: Double = 60
     var connectTimeout: Double = 10
 }
 

@@ -22,6 +22,8 @@ final class HTTP1UpstreamPool {
     private let tls: TLSContext?
     private let maxConnections: Int
     private let limits: ClientLimits
+    /// Counts the connections dialed (Fleet Engine's pool; the provider's records nothing).
+    private let metrics: ProxyMetrics
     private let logger: Logger
     /// Most recently used last: reuse the warmest connection.
     private var idle: [HTTP1UpstreamConnection] = []
@@ -39,14 +41,18 @@ final class HTTP1UpstreamPool {
     private let maxWaiters: Int
     private var nextID = 0
     private var closed = false
+    /// The start-up connection while it is dialed for no one (`warmUp`): the first borrower
+    /// takes it over instead of dialing another.
+    private var warming: ObjectIdentifier?
 
     init(loop: EventLoop, origin: Origin, tls: TLSContext?, maxConnections: Int, limits: ClientLimits = ClientLimits(),
-         maxWaiters: Int = HTTP1UpstreamPool.defaultMaxWaiters, logger: Logger) {
+         maxWaiters: Int = HTTP1UpstreamPool.defaultMaxWaiters, metrics: ProxyMetrics = ProxyMetrics(), logger: Logger) {
         self.loop = loop
         self.origin = origin
         self.tls = tls
         self.maxConnections = max(1, maxConnections)
         self.limits = limits
+        self.metrics = metrics
         self.maxWaiters = max(0, maxWaiters)
         self.logger = logger
     }
@@ -74,6 +80,9 @@ final class HTTP1UpstreamPool {
         }
         if let connection = takeIdle() {
             ticket.complete(.success(connection))
+        } else if let id = warming, let d = dialing[id] {
+            warming = nil
+            dialing[id] = (d.connection, ticket)
         } else if totalConnections < maxConnections {
             dial(for: ticket)
         } else if waiting >= maxWaiters {
@@ -84,6 +93,14 @@ final class HTTP1UpstreamPool {
             waiting += 1
         }
         return ticket
+    }
+
+    /// Dials one connection for the idle list ahead of the first call (start-up), unless the
+    /// pool has one: a borrower that leaves at once, whose connection the pool keeps.
+    func warmUp() {
+        guard !closed, totalConnections == 0 else { return }
+        acquire { _ in }.cancel()
+        warming = dialing.keys.first
     }
 
     /// A waiting ticket was cancelled: it no longer counts against `maxWaiters`.
@@ -155,6 +172,7 @@ final class HTTP1UpstreamPool {
 
     func connected(_ connection: HTTP1UpstreamConnection) {
         guard let d = dialing.removeValue(forKey: ObjectIdentifier(connection)) else { return }
+        if warming == ObjectIdentifier(connection) { warming = nil }
         if let bev = connection.bufferevent { Dialer.setNoDelay(bev) }
         busy.insert(connection)
         if d.ticket.isPending {
@@ -167,6 +185,7 @@ final class HTTP1UpstreamPool {
 
     func dialFailed(_ connection: HTTP1UpstreamConnection, reason: String) {
         guard let d = dialing.removeValue(forKey: ObjectIdentifier(connection)) else { return }
+        if warming == ObjectIdentifier(connection) { warming = nil }
         connection.closeTransport()
         logger.debug("cannot connect", metadata: ["origin": "\(origin)", "reason": "\(reason)"])
         d.ticket.complete(.failure(.upstreamUnavailable("cannot connect to \(origin): \(reason)")))
@@ -187,6 +206,7 @@ final class HTTP1UpstreamPool {
             ticket.complete(.failure(failure))
         case .success(let bev):
             let connection = HTTP1UpstreamConnection(bev: bev, pool: self, limits: limits, id: nextID, isTLS: tls != nil)
+            metrics.upstreamConnectionOpened(.http1)
             dialing[ObjectIdentifier(connection)] = (connection, ticket)
         }
     }

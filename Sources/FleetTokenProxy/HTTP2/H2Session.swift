@@ -23,10 +23,13 @@ protocol H2SessionDelegate: AnyObject {
     func h2GoAway(lastStreamID: Int32, errorCode: UInt32)
     /// Our side of `stream` ended: a HEADERS or DATA frame with END_STREAM went out.
     func h2SentEndStream(stream: Int32)
+    /// The peer acknowledged a PING this side sent (`submitPing`).
+    func h2PingAcked()
 }
 
 extension H2SessionDelegate {
     func h2SentEndStream(stream: Int32) {}
+    func h2PingAcked() {}
 }
 
 /// An answer to nghttp2's request for body bytes.
@@ -265,6 +268,12 @@ final class H2Session {
         nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, UInt32(NGHTTP2_NO_ERROR.rawValue), nil, 0)
     }
 
+    /// Queues a PING (nghttp2 answers the peer's own PINGs by itself).
+    func submitPing() {
+        guard let session else { return }
+        nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil)
+    }
+
     /// The peer's SETTINGS_MAX_CONCURRENT_STREAMS.
     var remoteMaxConcurrentStreams: Int {
         guard let session else { return 0 }
@@ -319,6 +328,8 @@ final class H2Session {
             case NGHTTP2_GOAWAY.rawValue:
                 let goaway = frame!.pointee.goaway
                 me.delegate.h2GoAway(lastStreamID: goaway.last_stream_id, errorCode: goaway.error_code)
+            case NGHTTP2_PING.rawValue where hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0:
+                me.delegate.h2PingAcked()
             default:
                 break
             }

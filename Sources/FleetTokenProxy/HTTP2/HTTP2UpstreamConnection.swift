@@ -29,14 +29,22 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     static let streamWindow = 256 * 1024
     /// Response bytes a stream may hold for a client that has not taken them, beyond its window.
     static let responseBufferBound = 256 * 1024
-    /// The connect timeout, kept as the bound on an idle connection.
+    /// Once connected: read inactivity closes the connection when no stream is open
+    /// (`--upstream-idle-timeout`); write inactivity keeps the connect timeout as its bound.
     private let idleTimeout: Double
+    private let writeTimeout: Double
+    /// PING while idle, a dead path, the idle close (`H2Keepalive`), driven by `tickTimer`
+    /// from the time the connection is ready: nothing per call.
+    private var keepalive: H2Keepalive?
+    private var tickTimer: ScheduledWork?
 
-    init(bev: OpaquePointer, pool: HTTP2UpstreamPool, origin: Origin, isTLS: Bool, idleTimeout: Double, loop: EventLoop, id: Int) {
+    init(bev: OpaquePointer, pool: HTTP2UpstreamPool, origin: Origin, isTLS: Bool, idleTimeout: Double, writeTimeout: Double,
+         loop: EventLoop, id: Int) {
         self.pool = pool
         self.origin = origin
         self.isTLS = isTLS
         self.idleTimeout = idleTimeout
+        self.writeTimeout = writeTimeout
         self.loop = loop
         self.id = id
         transport = Transport(bev: bev, delegate: self, directWrites: !isTLS)
@@ -164,17 +172,14 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     private func connected() {
         guard let bev = transport.bev else { return }
         Dialer.setNoDelay(bev)
-        if !isTLS {
-            // One readv per readiness instead of FIONREAD and read; the read bound moves over
-            // with it (the bufferevent's own read timeout no longer applies once it stops reading).
-            transport.readDirectly()
-            transport.setTimeouts(read: idleTimeout, write: idleTimeout)
-        }
+        // One readv per readiness instead of FIONREAD and read (plain sockets only).
+        if !isTLS { transport.readDirectly() }
         if isTLS, Dialer.negotiatedALPN(bev) != "h2" {
             pool.discard(self, reason: "\(origin) did not agree to HTTP/2 (ALPN)")
             return
         }
-        // The connect timeout stays as the idle bound: an idle connection is closed after it.
+        // The connect timeout bounded connecting; from now on the idle bound takes over.
+        transport.setTimeouts(read: idleTimeout, write: writeTimeout)
         do {
             let session = try H2Session(isServer: false, transport: transport, delegate: self)
             // Each stream may hold `streamWindow` bytes of answer its client has not taken
@@ -189,11 +194,39 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
             return
         }
         state = .ready
+        keepalive = pool.makeKeepalive()
+        scheduleTick()
         let waiting = pending
         pending.removeAll()
         for exchange in waiting { start(exchange) }
         flush()
         pool.loadChanged(self)
+    }
+
+    // MARK: Keepalive
+
+    private func scheduleTick() {
+        guard let period = keepalive?.tickPeriod else { return }
+        tickTimer = loop.schedule(after: period) { [weak self] in self?.tick() }
+    }
+
+    private func tick() {
+        guard state == .ready, let session else { return }
+        switch keepalive?.tick(now: pool.now, idle: streams.isEmpty && pending.isEmpty) {
+        case .sendPing?:
+            session.submitPing()
+            pool.pingSent()
+            flush()
+        case .pathDead?:
+            pool.pathDead(self)
+            return
+        case .closeIdle?:
+            pool.discard(self, reason: "idle")
+            return
+        case nil:
+            break
+        }
+        scheduleTick()
     }
 
     // MARK: Flushing
@@ -262,7 +295,15 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         // Streams above lastStreamID come back as REFUSED_STREAM and are sent again; new calls
         // go to another connection.
         state = .goingAway
+        tickTimer?.cancel()
+        if let action = keepalive?.goAway(errorCode: errorCode, now: pool.now) {
+            pool.goAwayReceived(from: self, errorCode: errorCode, action)
+        }
         pool.loadChanged(self)
+    }
+
+    func h2PingAcked() {
+        if case .roundTrip(let seconds)? = keepalive?.pingAcked(now: pool.now) { pool.pingAcked(roundTrip: seconds) }
     }
 
     // MARK: Closing (by the pool only)
@@ -276,6 +317,7 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         streams.removeAll()
         pending.removeAll()
         flushWakeup.cancel()
+        tickTimer?.cancel()
         session?.close()
         session = nil
         transport.close()

@@ -10,6 +10,18 @@ final class HTTP2UpstreamPool {
     private let tls: TLSContext?
     private let maxConnections: Int
     private let connectTimeout: Double
+    /// How long a connection without streams stays open (`--upstream-idle-timeout`).
+    private let idleTimeout: Double
+    /// How often an idle connection PINGs; doubled (bounded) by GOAWAY ENHANCE_YOUR_CALM, for
+    /// every later connection.
+    private(set) var pingInterval: Double
+    private let pingAckTimeout: Double
+    private let clock: TokenClock
+    private let metrics: ProxyMetrics
+    /// Connections opened, PINGs sent and the last PING round trip, for tests and `/metrics`.
+    private(set) var connectionsOpened = 0
+    private(set) var pingsSent = 0
+    private(set) var lastPingRoundTrip: Double?
     private let logger: Logger
     private var connections: [HTTP2UpstreamConnection] = []
     /// Exchanges waiting because every connection is full and no more may be opened.
@@ -17,12 +29,20 @@ final class HTTP2UpstreamPool {
     private var nextID = 0
     private var closed = false
 
-    init(loop: EventLoop, origin: Origin, tls: TLSContext?, maxConnections: Int = 4, connectTimeout: Double = 10, logger: Logger) {
+    init(loop: EventLoop, origin: Origin, tls: TLSContext?, maxConnections: Int = 4, connectTimeout: Double = 10,
+         idleTimeout: Double = Configuration.defaultUpstreamIdleTimeout, pingInterval: Double = H2Keepalive.defaultPingInterval,
+         pingAckTimeout: Double = H2Keepalive.defaultAckTimeout, clock: TokenClock = SystemClock(),
+         metrics: ProxyMetrics = ProxyMetrics(), logger: Logger) {
         self.loop = loop
         self.origin = origin
         self.tls = tls
         self.maxConnections = maxConnections
         self.connectTimeout = connectTimeout
+        self.idleTimeout = idleTimeout
+        self.pingInterval = pingInterval
+        self.pingAckTimeout = pingAckTimeout
+        self.clock = clock
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -51,20 +71,86 @@ final class HTTP2UpstreamPool {
             return
         }
         if connections.count < maxConnections {
-            switch Dialer.connect(loop: loop, origin: origin, tls: tls, timeout: connectTimeout) {
-            case .failure(let failure):
-                exchange.end(.failed(failure))
-            case .success(let bev):
-                nextID += 1
-                let connection = HTTP2UpstreamConnection(bev: bev, pool: self, origin: origin, isTLS: tls != nil, idleTimeout: connectTimeout, loop: loop, id: nextID)
-                logger.debug("upstream HTTP/2 connection opened", metadata: ["origin": "\(origin)", "connections": "\(connections.count + 1)"])
-                connections.append(connection)
-                connection.start(exchange)
+            switch open() {
+            case .failure(let failure): exchange.end(.failed(failure))
+            case .success(let connection): connection.start(exchange)
             }
             return
         }
         waiting.push(exchange)
         logger.debug("upstream HTTP/2 connections full; call queued", metadata: ["origin": "\(origin)", "queued": "\(waiting.count)"])
+    }
+
+    /// Dials one connection ahead of the first call (start-up), unless one is open already. A
+    /// dial that fails is only logged: the first call dials again.
+    func warmUp() {
+        guard !closed, connections.isEmpty else { return }
+        if case .failure(let failure) = open() {
+            logger.debug("cannot warm the upstream HTTP/2 connection", metadata: ["origin": "\(origin)", "reason": "\(failure.message)"])
+        }
+    }
+
+    /// Connections open or connecting.
+    var connectionCount: Int { connections.count }
+
+    private func open() -> Result<HTTP2UpstreamConnection, ProxyFailure> {
+        switch Dialer.connect(loop: loop, origin: origin, tls: tls, timeout: connectTimeout) {
+        case .failure(let failure):
+            return .failure(failure)
+        case .success(let bev):
+            nextID += 1
+            connectionsOpened += 1
+            metrics.upstreamConnectionOpened(.h2)
+            let connection = HTTP2UpstreamConnection(bev: bev, pool: self, origin: origin, isTLS: tls != nil, idleTimeout: idleTimeout,
+                                                        writeTimeout: connectTimeout, loop: loop, id: nextID)
+            logger.debug("upstream HTTP/2 connection opened", metadata: ["origin": "\(origin)", "connections": "\(connections.count + 1)"])
+            connections.append(connection)
+            return .success(connection)
+        }
+    }
+
+    // MARK: Keepalive (`H2Keepalive`, run by each connection)
+
+    var now: Double { clock.monotonicNow }
+
+    func makeKeepalive() -> H2Keepalive {
+        H2Keepalive(now: now, pingInterval: pingInterval, ackTimeout: pingAckTimeout, idleTimeout: idleTimeout)
+    }
+
+    func pingSent() {
+        pingsSent += 1
+        metrics.upstreamPingSent()
+    }
+
+    func pingAcked(roundTrip seconds: Double) {
+        lastPingRoundTrip = seconds
+        metrics.upstreamPingAcked(roundTrip: seconds)
+    }
+
+    /// A PING went unanswered: the path is gone (a NAT forgot it, the peer vanished). Its
+    /// replacement is opened now, before a call needs it.
+    func pathDead(_ connection: HTTP2UpstreamConnection) {
+        logger.info("upstream HTTP/2 PING unanswered; replacing the connection", metadata: ["origin": "\(origin)"])
+        discard(connection, reason: "PING unanswered")
+        warmUp()
+    }
+
+    /// The peer sent GOAWAY: its streams above the last one come back refused and are sent
+    /// again; a replacement is opened now unless another connection has room.
+    func goAwayReceived(from connection: HTTP2UpstreamConnection, errorCode: UInt32, _ action: H2Keepalive.GoAwayAction) {
+        logger.debug("upstream HTTP/2 GOAWAY", metadata: ["origin": "\(origin)", "error_code": "\(errorCode)"])
+        metrics.upstreamGoAwayReceived(code: errorCode)
+        switch action {
+        case .wait(let interval):
+            pingInterval = interval
+        case .replace(let interval):
+            pingInterval = interval
+            guard !closed, connections.count < maxConnections,
+                  !connections.contains(where: { $0 !== connection && $0.hasRoom }) else { return }
+            if case .failure(let failure) = open() {
+                logger.debug("cannot replace the upstream HTTP/2 connection", metadata: ["origin": "\(origin)", "reason": "\(failure.message)"])
+            }
+        }
     }
 
     /// A connection's streams changed: hand it waiting exchanges if it has room now.

@@ -43,6 +43,16 @@ final class ProxyMetrics {
     static let bufferedBytes = "fleet_token_proxy_buffered_bytes"
     static let bufferedBytesLimit = "fleet_token_proxy_buffered_bytes_limit"
     static let tlsHandshakes = "fleet_token_proxy_tls_handshakes_total"
+    static let upstreamConnectionsOpened = "fleet_token_proxy_upstream_connections_opened_total"
+    static let upstreamPings = "fleet_token_proxy_upstream_pings_total"
+    static let upstreamPingRoundTrip = "fleet_token_proxy_upstream_ping_rtt_seconds"
+    static let upstreamGoAways = "fleet_token_proxy_upstream_goaways_total"
+
+    /// How a connection to Fleet Engine speaks, for `…_upstream_connections_opened_total{protocol}`.
+    enum UpstreamProtocol: String, CaseIterable {
+        case h2
+        case http1 = "http1.1"
+    }
 
     let isEnabled: Bool
     private let registry: PrometheusCollectorRegistry?
@@ -61,6 +71,11 @@ final class ProxyMetrics {
         var resumed: Bool
     }
     private var handshakeCounters: [HandshakeLabels: Counter] = [:]
+    private var upstreamOpened: [UpstreamProtocol: Counter] = [:]
+    private var pings: Counter?
+    private var pingRoundTrip: Gauge?
+    /// By HTTP/2 error code, 0 to 13; any other code counts as `other` (a bounded label).
+    private var goAways: [String: Counter] = [:]
     private var hits: Counter?
     private var misses: Counter?
     private var coalescedFetches: Counter?
@@ -93,6 +108,12 @@ final class ProxyMetrics {
         buffered = Gauge(label: Self.bufferedBytes, factory: factory)
         bufferedLimit = Gauge(label: Self.bufferedBytesLimit, factory: factory)
         providerTimer = CoreMetrics.Timer(label: Self.providerDuration, factory: factory)
+        for upstreamProtocol in UpstreamProtocol.allCases {
+            upstreamOpened[upstreamProtocol] = Counter(label: Self.upstreamConnectionsOpened,
+                                                       dimensions: [("protocol", upstreamProtocol.rawValue)], factory: factory)
+        }
+        pings = Counter(label: Self.upstreamPings, factory: factory)
+        pingRoundTrip = Gauge(label: Self.upstreamPingRoundTrip, factory: factory)
         // Four series, there from the start so that a rate over them needs no first handshake.
         for peer in TLSPeer.allCases {
             for resumed in [false, true] {
@@ -175,6 +196,30 @@ final class ProxyMetrics {
     /// session offered (docs/CONTRACT.md §7), else a full handshake.
     func tlsHandshakeFinished(peer: TLSPeer, resumed: Bool) {
         handshakeCounters[HandshakeLabels(peer: peer, resumed: resumed)]?.increment()
+    }
+
+    /// A connection to Fleet Engine was dialed (start-up, a call, or a replacement).
+    func upstreamConnectionOpened(_ upstreamProtocol: UpstreamProtocol) {
+        upstreamOpened[upstreamProtocol]?.increment()
+    }
+
+    /// An idle upstream HTTP/2 connection sent a keepalive PING.
+    func upstreamPingSent() { pings?.increment() }
+
+    /// The last keepalive PING's round trip.
+    func upstreamPingAcked(roundTrip seconds: Double) { pingRoundTrip?.record(seconds) }
+
+    /// The upstream sent GOAWAY with HTTP/2 error `code`.
+    func upstreamGoAwayReceived(code: UInt32) {
+        guard isEnabled, let factory else { return }
+        let label = code <= 13 ? String(code) : "other"
+        if let counter = goAways[label] {
+            counter.increment()
+            return
+        }
+        let counter = Counter(label: Self.upstreamGoAways, dimensions: [("code", label)], factory: factory)
+        goAways[label] = counter
+        counter.increment()
     }
 
     /// The outcome label for a fetch result.

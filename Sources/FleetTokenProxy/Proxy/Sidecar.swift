@@ -89,13 +89,16 @@ package final class Sidecar {
             scheduler: configuration.lazyRefresh ? nil : loop,
             backoff: BackoffPolicy(maximum: configuration.providerBackoffMax))
         // Enough upstream connections for every call a loop can usefully keep in flight.
+        var upstreamLimits = ClientLimits()
+        upstreamLimits.idleTimeout = configuration.upstreamIdleTimeout
         let upstream = HTTP1UpstreamPool(loop: loop, origin: Origin(configuration.upstream), tls: upstreamTLS,
-                                      maxConnections: 256, logger: logger)
+                                      maxConnections: 256, limits: upstreamLimits, metrics: metrics, logger: logger)
         // HTTP/2 upstream: TLS must agree on "h2" by ALPN; http:// speaks h2c with prior knowledge.
         let upstreamH2TLS = upstreamTrust.map {
             TLSContext.client(trust: $0, alpn: ["h2"]) { metrics.tlsHandshakeFinished(peer: .upstream, resumed: $0) }
         }
-        let upstreamH2 = HTTP2UpstreamPool(loop: loop, origin: Origin(configuration.upstream), tls: upstreamH2TLS, logger: logger)
+        let upstreamH2 = HTTP2UpstreamPool(loop: loop, origin: Origin(configuration.upstream), tls: upstreamH2TLS,
+                                           idleTimeout: configuration.upstreamIdleTimeout, metrics: metrics, logger: logger)
         core = ProxyCore(loop: loop, cache: cache, upstream: upstream, upstreamH2: upstreamH2,
                          restOverHTTP2: configuration.upstreamProtocol.restOverHTTP2, limits: configuration.limits,
                          clock: clock, logger: logger,
@@ -127,6 +130,7 @@ package final class Sidecar {
         metadata["admin"] = try startAdmin().map { "\($0)" }
         warnAboutTheHTTP2Library()
         logger.notice("listening", metadata: metadata)
+        warmUpstreamSoon()
         return bound
     }
 
@@ -150,7 +154,20 @@ package final class Sidecar {
         metadata["admin"] = try startAdmin().map { "\($0)" }
         warnAboutTheHTTP2Library()
         logger.notice("listening", metadata: metadata)
+        warmUpstreamSoon()
         return bound
+    }
+
+    /// Once the loop runs (after READY is sent, which never waits for it): one HTTP/1.1
+    /// connection to the upstream, and for `https://` one HTTP/2 connection, so the first calls
+    /// find them open. An `http://` upstream (local testing) may speak HTTP/1.1 only, and would
+    /// see an unasked h2c preface as a bad request: its HTTP/2 connection waits for a call.
+    private func warmUpstreamSoon() {
+        let http2 = configuration.upstream.scheme == .https
+        _ = loop.schedule(after: 0) { [core] in
+            if http2 { core.upstreamH2.warmUp() }
+            core.upstream.warmUp()
+        }
     }
 
     /// Once serving (a start that fails prints only its reason): the loaded nghttp2's own

@@ -25,6 +25,9 @@ final class StandInHost: @unchecked Sendable {
 
     /// Starts both stand-ins on ephemeral loopback ports; `tls` serves Fleet Engine over TLS.
     init(fleetEngineTLS tls: (cert: String, key: String)? = nil) throws {
+        // As the sidecar's main does: a TLS write to a peer that left (the sidecar's start-up
+        // HTTP/2 connection, closed when this HTTP/1.1 stand-in declines h2) is an error return.
+        signal(SIGPIPE, SIG_IGN)
         loop = try EventLoop()
         keyPair = try RSAKeyPair.generate()
         let clock = SystemClock()
