@@ -30,60 +30,13 @@ package final class Sidecar {
         // Metrics cost a little on every call; without an admin listener nobody can read them.
         let metrics = configuration.adminListen != nil ? ProxyMetrics.bootstrapped() : ProxyMetrics()
         self.metrics = metrics
-        // One trust store per source of CAs, shared by the contexts that use it: the system
-        // store is parsed once, not once per context, and here rather than on the event loop
-        // when the first call needs it.
-        let systemTrust = TrustStore.system()
-        let upstreamTrust = configuration.upstream.scheme == .https
-            ? try TrustStore.file(configuration.upstreamCAFile, or: systemTrust) : nil
-        let upstreamTLS = upstreamTrust.map {
-            TLSContext.client(trust: $0) { metrics.tlsHandshakeFinished(peer: .upstream, resumed: $0) }
-        }
-        let providerTrust = configuration.providerURL?.scheme == .https
-            ? try TrustStore.file(configuration.providerCAFile, or: systemTrust) : nil
-        let providerTLS = providerTrust.map {
-            TLSContext.client(trust: $0) { metrics.tlsHandshakeFinished(peer: .provider, resumed: $0) }
-        }
-        if upstreamTrust === systemTrust || providerTrust === systemTrust { try systemTrust.load() }
-        let plan = try configuration.tokenSources()
-        var providerClient: ProviderClient?
-        if plan.usesProvider, let template = configuration.providerURL {
-            var headers = configuration.providerHeaders
-            if let file = configuration.providerHeaderFile {
-                headers += try Self.readHeaderFile(file)
-            }
-            providerClient = ProviderClient(
-                loop: loop, template: template, tls: providerTLS, headers: headers,
-                tokenField: configuration.tokenField, expiryField: configuration.expiryField,
-                timeout: configuration.providerTimeout, concurrency: configuration.providerConcurrency,
-                clock: clock, logger: logger, metrics: metrics)
-        }
-        provider = providerClient
-        let workers = configuration.signers.isEmpty ? nil : WorkerPool(threads: WorkerPool.defaultThreads, queueLimit: Self.signingQueueLimit)
-        signingWorkers = workers
-        var keyFileSigners: [KeyFileSigner] = []
-        for flag in configuration.signers {
-            switch flag.source {
-            case .keyFile(let path):
-                do {
-                    keyFileSigners.append(try KeyFileSigner(
-                        path: path, loop: loop, workers: workers!, lifetime: configuration.signedTokenLifetime,
-                        clock: clock, logger: logger))
-                } catch {
-                    workers?.stop()
-                    throw error
-                }
-            }
-        }
-        signers = keyFileSigners
-        let fetcher = TokenSources { type in
-            switch plan.sources[type]! {
-            case .provider: providerClient!
-            case .signer(let index): keyFileSigners[index]
-            }
-        }
+        let tls = try Self.makeTLSContexts(configuration, metrics: metrics)
+        let sources = try Self.makeTokenSources(configuration, providerTLS: tls.provider, loop: loop, clock: clock, logger: logger, metrics: metrics)
+        provider = sources.provider
+        signers = sources.signers
+        signingWorkers = sources.workers
         cache = TokenCache(
-            fetcher: fetcher, clock: clock,
+            fetcher: sources.fetcher, clock: clock,
             timing: TokenTiming(refreshMargin: configuration.refreshMargin, minValidity: configuration.minTokenValidity),
             maxEntities: configuration.maxEntities,
             scheduler: configuration.lazyRefresh ? nil : loop,
@@ -91,13 +44,9 @@ package final class Sidecar {
         // Enough upstream connections for every call a loop can usefully keep in flight.
         var upstreamLimits = ClientLimits()
         upstreamLimits.idleTimeout = configuration.upstreamIdleTimeout
-        let upstream = HTTP1UpstreamPool(loop: loop, origin: Origin(configuration.upstream), tls: upstreamTLS,
+        let upstream = HTTP1UpstreamPool(loop: loop, origin: Origin(configuration.upstream), tls: tls.upstream,
                                       maxConnections: 256, limits: upstreamLimits, metrics: metrics, logger: logger)
-        // HTTP/2 upstream: TLS must agree on "h2" by ALPN; http:// speaks h2c with prior knowledge.
-        let upstreamH2TLS = upstreamTrust.map {
-            TLSContext.client(trust: $0, alpn: ["h2"]) { metrics.tlsHandshakeFinished(peer: .upstream, resumed: $0) }
-        }
-        let upstreamH2 = HTTP2UpstreamPool(loop: loop, origin: Origin(configuration.upstream), tls: upstreamH2TLS,
+        let upstreamH2 = HTTP2UpstreamPool(loop: loop, origin: Origin(configuration.upstream), tls: tls.upstreamH2,
                                            idleTimeout: configuration.upstreamIdleTimeout, metrics: metrics, logger: logger)
         core = ProxyCore(loop: loop, cache: cache, upstream: upstream, upstreamH2: upstreamH2,
                          restOverHTTP2: configuration.upstreamProtocol.restOverHTTP2, limits: configuration.limits,
@@ -117,6 +66,86 @@ package final class Sidecar {
     deinit {
         // The workers hold the pool until told to stop; a sidecar dropped without a drain.
         signingWorkers?.stop()
+    }
+
+    /// The client TLS contexts: upstream (HTTP/1.1, and HTTP/2, which must agree on "h2" by
+    /// ALPN; an http:// upstream speaks h2c with prior knowledge) and provider, each counting
+    /// its handshakes.
+    private struct TLSContexts {
+        var upstream: TLSContext?
+        var upstreamH2: TLSContext?
+        var provider: TLSContext?
+    }
+
+    private static func makeTLSContexts(_ configuration: Configuration, metrics: ProxyMetrics) throws -> TLSContexts {
+        // One trust store per source of CAs, shared by the contexts that use it: the system
+        // store is parsed once, not once per context, and here rather than on the event loop
+        // when the first call needs it.
+        let systemTrust = TrustStore.system()
+        let upstreamTrust = configuration.upstream.scheme == .https
+            ? try TrustStore.file(configuration.upstreamCAFile, or: systemTrust) : nil
+        let providerTrust = configuration.providerURL?.scheme == .https
+            ? try TrustStore.file(configuration.providerCAFile, or: systemTrust) : nil
+        if upstreamTrust === systemTrust || providerTrust === systemTrust { try systemTrust.load() }
+        return TLSContexts(
+            upstream: upstreamTrust.map {
+                TLSContext.client(trust: $0) { metrics.tlsHandshakeFinished(peer: .upstream, resumed: $0) }
+            },
+            upstreamH2: upstreamTrust.map {
+                TLSContext.client(trust: $0, alpn: ["h2"]) { metrics.tlsHandshakeFinished(peer: .upstream, resumed: $0) }
+            },
+            provider: providerTrust.map {
+                TLSContext.client(trust: $0) { metrics.tlsHandshakeFinished(peer: .provider, resumed: $0) }
+            })
+    }
+
+    /// Where each token type's tokens come from (docs/CONTRACT.md §4a): the provider for the
+    /// types no `--signer` names, a key-file signer (on a shared worker pool) for the others.
+    private struct Sources {
+        var provider: ProviderClient?
+        var signers: [KeyFileSigner]
+        var workers: WorkerPool?
+        var fetcher: TokenSources
+    }
+
+    private static func makeTokenSources(
+        _ configuration: Configuration, providerTLS: TLSContext?, loop: EventLoop, clock: TokenClock, logger: Logger, metrics: ProxyMetrics
+    ) throws -> Sources {
+        let plan = try configuration.tokenSources()
+        var providerClient: ProviderClient?
+        if plan.usesProvider, let template = configuration.providerURL {
+            var headers = configuration.providerHeaders
+            if let file = configuration.providerHeaderFile {
+                headers += try Self.readHeaderFile(file)
+            }
+            providerClient = ProviderClient(
+                loop: loop, template: template, tls: providerTLS, headers: headers,
+                tokenField: configuration.tokenField, expiryField: configuration.expiryField,
+                timeout: configuration.providerTimeout, concurrency: configuration.providerConcurrency,
+                clock: clock, logger: logger, metrics: metrics)
+        }
+        let workers = configuration.signers.isEmpty ? nil : WorkerPool(threads: WorkerPool.defaultThreads, queueLimit: Self.signingQueueLimit)
+        var keyFileSigners: [KeyFileSigner] = []
+        for flag in configuration.signers {
+            switch flag.source {
+            case .keyFile(let path):
+                do {
+                    keyFileSigners.append(try KeyFileSigner(
+                        path: path, loop: loop, workers: workers!, lifetime: configuration.signedTokenLifetime,
+                        clock: clock, logger: logger))
+                } catch {
+                    workers?.stop()
+                    throw error
+                }
+            }
+        }
+        let fetcher = TokenSources { [keyFileSigners, providerClient] type in
+            switch plan.sources[type]! {
+            case .provider: providerClient!
+            case .signer(let index): keyFileSigners[index]
+            }
+        }
+        return Sources(provider: providerClient, signers: keyFileSigners, workers: workers, fetcher: fetcher)
     }
 
     /// Binds the configured listener (and the admin listener); returns the bound address (real
