@@ -187,15 +187,18 @@ package final class Sidecar {
         return bound
     }
 
-    /// Once the loop runs (after READY is sent, which never waits for it): one HTTP/1.1
-    /// connection to the upstream, and for `https://` one HTTP/2 connection, so the first calls
-    /// find them open. An `http://` upstream (local testing) may speak HTTP/1.1 only, and would
-    /// see an unasked h2c preface as a bad request: its HTTP/2 connection waits for a call.
+    /// Once the loop runs (after READY is sent, which never waits for it): one connection to the
+    /// upstream for each pool that will carry calls, so the first calls find them open. The
+    /// HTTP/1.1 pool only while REST goes over HTTP/1.1; an HTTP/2 connection for `https://`, or
+    /// when REST is pinned to HTTP/2. An `http://` upstream otherwise may speak HTTP/1.1 only,
+    /// and would see an unasked h2c preface as a bad request: its HTTP/2 connection waits for a
+    /// call.
     private func warmUpstreamSoon() {
-        let http2 = configuration.upstream.scheme == .https
+        let restOverHTTP2 = configuration.upstreamProtocol.restOverHTTP2
+        let http2 = configuration.upstream.scheme == .https || restOverHTTP2
         _ = loop.schedule(after: 0) { [core] in
             if http2 { core.upstreamH2.warmUp() }
-            core.upstream.warmUp()
+            if !restOverHTTP2 { core.upstream.warmUp() }
         }
     }
 
