@@ -81,10 +81,6 @@ package struct HeadFields: Sendable {
         }
     }
 
-    /// A bound on the bytes the fields take written as `name: value\r\n`: each line of the
-    /// head already holds its name, a colon, its value and a CRLF, so at most one more.
-    var writtenBound: Int { linesStart + count }
-
     /// The head's bytes and its lines, for the length of `withView`.
     ///
     /// Invariant: `bytes` and `lines` point into `storage`, which `withView` keeps alive and
