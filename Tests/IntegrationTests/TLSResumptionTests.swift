@@ -14,6 +14,9 @@ final class TLSResumptionTests: XCTestCase {
     private var resumed = 0
 
     override func setUpWithError() throws {
+        // As `main` does: a server writing to a connection the client already closed (a burst
+        // closed together) gets EPIPE, not a signal that ends the test process.
+        signal(SIGPIPE, SIG_IGN)
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("ftp-resume-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let openssl = "/usr/bin/openssl"
@@ -106,6 +109,27 @@ final class TLSResumptionTests: XCTestCase {
 
     func testLaterConnectionsToATLS12OriginResume() throws {
         try checkLaterConnectionsResume(tls12Only: true)
+    }
+
+    /// After one handshake, a burst of connections dialled together (a REST load's first
+    /// moment) all resume from the session it brought back, TLS 1.3 ticket or TLS 1.2 session.
+    func testABurstOfConnectionsAfterOneHandshakeAllResume() throws {
+        for tls12Only in [false, true] {
+            full = 0
+            resumed = 0
+            let origin = try listen(ports: 1, tls12Only: tls12Only)[0]
+            let tls = try clientContext()
+            connectOnce(to: origin, with: tls)
+            let burst = 16
+            let pool = HTTP1UpstreamPool(loop: loop, origin: origin, tls: tls, maxConnections: burst, logger: Logger(label: "test"))
+            var connected = 0
+            // Each borrower keeps its connection, so the pool dials one for every borrower.
+            let tickets = (0..<burst).map { _ in pool.acquire { if case .success = $0 { connected += 1 } } }
+            XCTAssertTrue(run { connected == burst && self.full + self.resumed == burst + 1 }, "tls12Only: \(tls12Only)")
+            XCTAssertEqual([full, resumed], [1, burst], "tls12Only: \(tls12Only)")
+            _ = tickets
+            pool.close()
+        }
     }
 
     /// Two origins behind one server context: each gets its own full handshake first, and

@@ -56,8 +56,7 @@ final class TLSResumption {
     private func keep(_ session: OpaquePointer, for origin: TLSSessionCache.Origin) {
         guard SSL_SESSION_is_resumable(session) == 1, let copy = SSL_SESSION_dup(session) else { return }
         let expires = SSL_SESSION_get_time(copy) + SSL_SESSION_get_timeout(copy)
-        let singleUse = SSL_SESSION_get_protocol_version(copy) >= TLS1_3_VERSION
-        if !cache.insert(copy, singleUse: singleUse, expires: expires, for: origin) { SSL_SESSION_free(copy) }
+        if !cache.insert(copy, expires: expires, for: origin) { SSL_SESSION_free(copy) }
     }
 }
 
