@@ -1,0 +1,167 @@
+@testable import FleetTokenProxy
+import CEvent
+import Foundation
+import XCTest
+
+/// `Transport` writes over TLS: once the handshake is done a write goes through `SSL_write` at
+/// once (nothing left queued, no loop turn), and when the socket is full what `SSL_write` could
+/// not take is queued so that bufferevent_openssl's retry finishes it: every byte arrives, in
+/// order, however writes and `moveIn`s interleave with a peer that stops reading.
+final class TLSTransportWriteTests: XCTestCase {
+    private var dir: URL!
+    private var loop: EventLoop!
+
+    /// One end of the TLS pair: records its events and keeps what it reads.
+    private final class End: TransportDelegate {
+        var transport: Transport!
+        var connected = false
+        var failed: String?
+        var received: [UInt8] = []
+
+        func transportReadable(_ transport: Transport) {
+            transport.forEachInputChain { received.append(contentsOf: $0); return true }
+            transport.drainInput(transport.inputLength)
+        }
+        func transportWritable(_ transport: Transport) {}
+        func transportEvent(_ transport: Transport, events: Int16) {
+            let events = Int32(events)
+            if events & BEV_EVENT_CONNECTED != 0 { connected = true }
+            if events & (BEV_EVENT_ERROR | BEV_EVENT_EOF) != 0 { failed = transport.describe(events: events) }
+        }
+    }
+
+    override func setUpWithError() throws {
+        signal(SIGPIPE, SIG_IGN)
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("ftp-tlswrite-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let openssl = "/usr/bin/openssl"
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: openssl), "openssl CLI missing")
+        let result = try runCommand(openssl, [
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", path("key.pem"),
+            "-out", path("cert.pem"), "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+        ])
+        if result.status != 0 { throw SidecarError("openssl failed: \(result.stderr)") }
+        loop = try EventLoop()
+    }
+
+    override func tearDown() {
+        loop = nil
+        try? FileManager.default.removeItem(at: dir)
+    }
+
+    private func path(_ name: String) -> String { dir.appendingPathComponent(name).path }
+
+    /// Runs the loop until `done` or 5 s passed; false on the timeout.
+    private func run(until done: @escaping () -> Bool) -> Bool {
+        var timedOut = false
+        func check() {
+            if done() { loop.stop() } else { loop.schedule(after: 0.002) { check() } }
+        }
+        loop.schedule(after: 0) { check() }
+        let deadline = loop.schedule(after: 5) { [loop] in
+            timedOut = true
+            loop!.stop()
+        }
+        loop.run()
+        deadline.cancel()
+        return !timedOut && done()
+    }
+
+    /// A client and a server end joined by a socket pair, their handshake done.
+    private func connectedPair() throws -> (client: End, server: End) {
+        var fds: [Int32] = [0, 0]
+        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds), 0)
+        for fd in fds { _ = evutil_make_socket_nonblocking(fd) }
+        let clientTLS = TLSContext.client(trust: try TrustStore.file(path("cert.pem")))
+        let serverTLS = try TLSContext.server(certificateFile: path("cert.pem"), keyFile: path("key.pem"))
+        let options = Int32(BEV_OPT_CLOSE_ON_FREE.rawValue)
+        let clientBev = bufferevent_openssl_socket_new(loop.base, fds[0], try clientTLS.makeClientSSL(host: "127.0.0.1", port: 443),
+                                                       BUFFEREVENT_SSL_CONNECTING, options)!
+        let serverBev = bufferevent_openssl_socket_new(loop.base, fds[1], try serverTLS.makeServerSSL(), BUFFEREVENT_SSL_ACCEPTING, options)!
+        let client = End(), server = End()
+        client.transport = Transport(bev: clientBev, delegate: client)
+        server.transport = Transport(bev: serverBev, delegate: server)
+        client.transport.enableReading()
+        server.transport.enableReading()
+        XCTAssertTrue(run { client.connected && server.connected }, "handshake: \(client.failed ?? server.failed ?? "timed out")")
+        return (client, server)
+    }
+
+    private func pattern(_ count: Int, seed: Int) -> [UInt8] {
+        (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ seed &* 7 &+ $0 >> 8) }
+    }
+
+    func testAWriteAfterTheHandshakeGoesThroughSSLWriteAtOnce() throws {
+        let (client, server) = try connectedPair()
+        let request = pattern(700, seed: 1)
+        client.transport.write(request)
+        XCTAssertEqual(client.transport.outputLength, 0, "the write went out at once, nothing queued behind a loop turn")
+        XCTAssertTrue(run { server.received.count == request.count })
+        XCTAssertEqual(server.received, request)
+        let answer = pattern(300, seed: 2)
+        server.transport.write(answer)
+        XCTAssertEqual(server.transport.outputLength, 0, "the accepting side too")
+        XCTAssertTrue(run { client.received.count == answer.count })
+        XCTAssertEqual(client.received, answer)
+        client.transport.close()
+        server.transport.close()
+    }
+
+    /// The peer stops reading: the socket fills, `SSL_write` stops part-way, the rest is
+    /// queued, and later writes and moves queue behind it; all arrive in order once it reads.
+    func testWritesPastAFullSocketArriveWholeAndInOrder() throws {
+        let (client, server) = try connectedPair()
+        server.transport.disableReading()
+        var expected: [UInt8] = []
+        let first = pattern(3 << 20, seed: 3)
+        client.transport.write(first)
+        expected += first
+        XCTAssertGreaterThan(client.transport.outputLength, 0, "3 MiB fill a socket pair: some were queued")
+        let second = pattern(5000, seed: 4)
+        client.transport.write(second)
+        expected += second
+        let body = EventBuffer()
+        let moved = pattern(200_000, seed: 5)
+        moved.withUnsafeBytes { _ = evbuffer_add(body.pointer, $0.baseAddress, $0.count) }
+        XCTAssertEqual(client.transport.moveIn(from: body, count: moved.count), moved.count)
+        expected += moved
+        server.transport.enableReading()
+        XCTAssertTrue(run { server.received.count >= expected.count || server.failed != nil }, "received \(server.received.count)")
+        XCTAssertNil(server.failed)
+        XCTAssertEqual(server.received.count, expected.count)
+        XCTAssertTrue(server.received == expected, "the bytes arrived as written, in order")
+        // Drained: the next write goes directly again.
+        XCTAssertTrue(run { client.transport.outputLength == 0 })
+        let last = pattern(900, seed: 6)
+        client.transport.write(last)
+        XCTAssertEqual(client.transport.outputLength, 0)
+        XCTAssertTrue(run { server.received.count == expected.count + last.count })
+        XCTAssertTrue(server.received.suffix(last.count).elementsEqual(last))
+        client.transport.close()
+        server.transport.close()
+    }
+
+    /// A body moved in from a buffer of several chains while the socket has room goes out at
+    /// once, whole.
+    func testAMoveOfSeveralChainsGoesOutAtOnce() throws {
+        let (client, server) = try connectedPair()
+        let body = EventBuffer()
+        var expected: [UInt8] = []
+        for seed in 0..<5 {
+            let piece = pattern(3000, seed: 10 + seed)
+            // Added to a buffer of its own, then moved: evbuffer_add_buffer moves chains, so
+            // each piece stays a chain of its own.
+            let own = EventBuffer()
+            piece.withUnsafeBytes { _ = evbuffer_add(own.pointer, $0.baseAddress, $0.count) }
+            evbuffer_add_buffer(body.pointer, own.pointer)
+            expected += piece
+        }
+        XCTAssertGreaterThan(evbuffer_peek(body.pointer, -1, nil, nil, 0), 1)
+        XCTAssertEqual(client.transport.moveIn(from: body, count: expected.count), expected.count)
+        XCTAssertEqual(client.transport.outputLength, 0)
+        XCTAssertTrue(run { server.received.count == expected.count })
+        XCTAssertTrue(server.received == expected)
+        client.transport.close()
+        server.transport.close()
+    }
+}
