@@ -175,7 +175,7 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         // One readv per readiness instead of FIONREAD and read (plain sockets only).
         if !isTLS { transport.readDirectly() }
         if isTLS, Dialer.negotiatedALPN(bev) != "h2" {
-            pool.discard(self, reason: "\(origin) did not agree to HTTP/2 (ALPN)")
+            pool.alpnDeclined(self)
             return
         }
         // The connect timeout bounded connecting; from now on the idle bound takes over.
@@ -308,9 +308,9 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
 
     // MARK: Closing (by the pool only)
 
-    /// Ends every exchange still on this connection (their calls send them again or fail)
-    /// and frees it.
-    func closeAndFail(reason: String) {
+    /// Ends every exchange still on this connection (their calls send them again or fail),
+    /// each with `end` (by default the connection is lost), and frees it.
+    func closeAndFail(reason: String, end: UpstreamEnd? = nil) {
         guard state != .closed else { return }
         state = .closed
         let open = streams.values + pending
@@ -322,7 +322,7 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         session = nil
         transport.close()
         guard !open.isEmpty else { return }
-        let failure = ProxyFailure.upstreamUnavailable("connection to \(origin) broke: \(reason)")
-        for exchange in open { exchange.end(.connectionLost(failure)) }
+        let ending = end ?? .connectionLost(.upstreamUnavailable("connection to \(origin) broke: \(reason)"))
+        for exchange in open { exchange.end(ending) }
     }
 }

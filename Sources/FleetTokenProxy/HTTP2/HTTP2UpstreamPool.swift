@@ -3,7 +3,8 @@ import Logging
 
 /// A few multiplexed HTTP/2 connections to Fleet Engine shared by every HTTP/2 call: an
 /// exchange goes on the least loaded connection with room under the peer's stream limit; a
-/// new connection is opened only when none has room.
+/// new connection is opened only when none has room. It also keeps where REST calls from
+/// HTTP/1.1 clients go (`restRoute`), which its connections' ALPN answers may change.
 final class HTTP2UpstreamPool {
     let origin: Origin
     private let loop: EventLoop
@@ -28,11 +29,13 @@ final class HTTP2UpstreamPool {
     private var waiting = FIFO<H2UpstreamStream>()
     private var nextID = 0
     private var closed = false
+    /// Where REST calls from HTTP/1.1 clients go: this pool, or the HTTP/1.1 one.
+    private(set) var restRoute: RESTUpstreamRoute
 
     init(loop: EventLoop, origin: Origin, tls: TLSContext?, maxConnections: Int = 4, connectTimeout: Double = 10,
          idleTimeout: Double = Configuration.defaultUpstreamIdleTimeout, pingInterval: Double = H2Keepalive.defaultPingInterval,
          pingAckTimeout: Double = H2Keepalive.defaultAckTimeout, clock: TokenClock = SystemClock(),
-         metrics: ProxyMetrics = ProxyMetrics(), logger: Logger) {
+         metrics: ProxyMetrics = ProxyMetrics(), upstreamProtocol: UpstreamProtocol = .auto, logger: Logger) {
         self.loop = loop
         self.origin = origin
         self.tls = tls
@@ -44,7 +47,11 @@ final class HTTP2UpstreamPool {
         self.clock = clock
         self.metrics = metrics
         self.logger = logger
+        restRoute = RESTUpstreamRoute(upstreamProtocol, tls: tls != nil)
     }
+
+    /// REST calls from HTTP/1.1 clients go over this pool (`restRoute`).
+    var carriesREST: Bool { restRoute.overHTTP2 }
 
     /// Starts an upstream exchange for the call `delegate` is the client half of (the token
     /// is attached by the connection). A failure to start is reported to `delegate`, maybe
@@ -150,6 +157,27 @@ final class HTTP2UpstreamPool {
             if case .failure(let failure) = open() {
                 logger.debug("cannot replace the upstream HTTP/2 connection", metadata: ["origin": "\(origin)", "reason": "\(failure.message)"])
             }
+        }
+    }
+
+    /// A TLS connection came up without `h2` (the server chose `http/1.1`, or no ALPN). With
+    /// `auto` REST goes over HTTP/1.1 from now on (docs/CONTRACT.md §6): the calls waiting here
+    /// never sent a byte, and are told so (`UpstreamEnd.declined`) to go again by HTTP/1.1.
+    /// Otherwise they fail as on any lost connection.
+    func alpnDeclined(_ connection: HTTP2UpstreamConnection) {
+        let reason = "\(origin) did not agree to HTTP/2 (ALPN)"
+        switch restRoute.declined() {
+        case .fail:
+            discard(connection, reason: reason)
+        case .fallBackToHTTP1(let firstTime):
+            if firstTime {
+                logger.notice("the upstream does not speak HTTP/2; REST calls go over HTTP/1.1 from now on", metadata: ["origin": "\(origin)"])
+            }
+            guard let i = connections.firstIndex(where: { $0 === connection }) else { return }
+            connections.remove(at: i)
+            let failure = ProxyFailure.upstreamUnavailable(reason)
+            connection.closeAndFail(reason: reason, end: .declined(failure))
+            while let exchange = waiting.pop() { exchange.end(.declined(failure)) }
         }
     }
 
