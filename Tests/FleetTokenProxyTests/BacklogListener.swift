@@ -112,13 +112,17 @@ extension EventLoop {
         XCTAssertLessThan(idled, .milliseconds(1300), file: file, line: line)
     }
 
-    /// Runs the loop until `done` or `timeout` seconds passed.
+    /// Runs the loop until `done` or `timeout` seconds passed. Its timers are cancelled when it
+    /// returns, so none stops a later run early.
     func run(timeout: Double, until done: @escaping () -> Bool) {
+        var next: ScheduledWork?
         func check() {
-            if done() { stop() } else { _ = schedule(after: 0.01) { check() } }
+            if done() { stop() } else { next = schedule(after: 0.01) { check() } }
         }
-        _ = schedule(after: 0) { check() }
-        _ = schedule(after: timeout) { [unowned self] in stop() }
+        next = schedule(after: 0) { check() }
+        let deadline = schedule(after: timeout) { [unowned self] in stop() }
         run()
+        deadline.cancel()
+        next?.cancel()
     }
 }

@@ -8,10 +8,56 @@ final class HTTP2UpstreamPoolTests: BacklogListenerTestCase {
     func testAnIdleConnectionOutlivesTheConnectTimeoutAndClosesAtTheIdleTimeout() {
         let pool = HTTP2UpstreamPool(loop: loop, origin: listener.origin, tls: nil, connectTimeout: 0.2, idleTimeout: 0.9,
                                      logger: Logger(label: "test"))
+        // Dialed by a call (the pool was never warmed), idle once the call gives up.
+        let call = SilentCall()
+        let exchange = pool.start(call)
+        loop.run(timeout: 1) { pool.readyConnectionCount == 1 }
+        exchange.cancel(.abandoned)
+        loop.expectIdleCloseAtPointNine { pool.connectionCount }
+        pool.close()
+    }
+
+    func testAWarmPoolReplacesItsLastIdleConnectionBeforeClosingIt() {
+        let pool = HTTP2UpstreamPool(loop: loop, origin: listener.origin, tls: nil, connectTimeout: 1, idleTimeout: 0.5,
+                                     logger: Logger(label: "test"))
         pool.warmUp()
         pool.warmUp()
         XCTAssertEqual(pool.connectionCount, 1, "one warm connection")
-        loop.expectIdleCloseAtPointNine { pool.connectionCount }
+        loop.run(timeout: 1) { pool.readyConnectionCount == 1 }
+        var fewestReady = Int.max
+        loop.run(timeout: 1.8) {
+            fewestReady = min(fewestReady, pool.readyConnectionCount)
+            return false
+        }
+        XCTAssertEqual(fewestReady, 1, "a ready connection at every moment")
+        XCTAssertGreaterThanOrEqual(pool.connectionsOpened, 3, "replaced at each idle bound")
+        XCTAssertLessThanOrEqual(pool.connectionsOpened, 4)
+        XCTAssertEqual(pool.connectionCount, 1, "the idle ones it replaced closed")
+        pool.close()
+    }
+
+    func testAWarmPoolReplacesALastConnectionTheServerDropped() {
+        let pool = HTTP2UpstreamPool(loop: loop, origin: listener.origin, tls: nil, connectTimeout: 1, idleTimeout: 10,
+                                     logger: Logger(label: "test"))
+        pool.warmUp()
+        loop.run(timeout: 1.1) { false }
+        XCTAssertEqual(pool.readyConnectionCount, 1)
+        // Closing the listener resets the connection it never accepted.
+        listener = nil
+        loop.run(timeout: 2) { pool.connectionsOpened == 2 }
+        XCTAssertEqual(pool.connectionsOpened, 2, "a replacement was dialed without a call")
+        pool.close()
+    }
+
+    func testAConnectionDroppedYoungIsNotReplaced() {
+        let pool = HTTP2UpstreamPool(loop: loop, origin: listener.origin, tls: nil, connectTimeout: 1, idleTimeout: 10,
+                                     logger: Logger(label: "test"))
+        pool.warmUp()
+        loop.run(timeout: 1) { pool.readyConnectionCount == 1 }
+        listener = nil
+        loop.run(timeout: 1) { pool.connectionCount == 0 }
+        XCTAssertEqual(pool.connectionCount, 0)
+        XCTAssertEqual(pool.connectionsOpened, 1, "no dialing loop against a server that drops every new connection")
         pool.close()
     }
 
@@ -55,4 +101,20 @@ final class HTTP2UpstreamPoolTests: BacklogListenerTestCase {
         XCTAssertEqual(pool.connectionsOpened, 2, "the replacement opened before any call needed it")
         pool.close()
     }
+}
+
+/// The client half of a GET that nobody answers: records how its upstream exchange ended.
+final class SilentCall: UpstreamExchangeDelegate {
+    let requestMethod = "GET"
+    let requestPath = "/v1/providers/p/vehicles/v"
+    let requestFields = H2HeaderList()
+    let requestToken = "t"
+    let requestHasBody = false
+    private(set) var ended: UpstreamEnd?
+
+    func pullRequestBody(into buffer: UnsafeMutableRawBufferPointer) -> RequestBodyPull { .bytes(0, end: true) }
+    func upstreamHeaderBlock(_ fields: H2HeaderList, endStream: Bool) {}
+    func upstreamData(_ bytes: UnsafeRawBufferPointer) {}
+    func upstreamDataEnded() {}
+    func upstreamClosed(_ end: UpstreamEnd) { ended = end }
 }

@@ -54,6 +54,9 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     /// Streams open or waiting: what the pool balances on.
     var load: Int { streams.count + pending.count }
 
+    /// Connecting or ready: not going away, so the pool may count on it for later calls.
+    var takesStreams: Bool { state == .connecting || state == .ready }
+
     /// Room for one more stream within the peer's SETTINGS_MAX_CONCURRENT_STREAMS.
     var hasRoom: Bool {
         switch state {
@@ -159,11 +162,13 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
             return
         }
         if e & BEV_EVENT_TIMEOUT != 0 && state == .ready {
-            if streams.isEmpty && pending.isEmpty {
-                pool.discard(self, reason: "idle")
-            } else {
-                transport.enableReading() // the calls' own deadlines bound a slow answer
-            }
+            // Nothing read for the idle bound. With streams open, the calls' own deadlines bound
+            // a slow answer; without, the pool closes it or keeps it until its replacement is up.
+            if !streams.isEmpty || !pending.isEmpty || !pool.idleBoundReached(self) { transport.enableReading() }
+            return
+        }
+        if state == .ready, let keepalive {
+            pool.lost(self, age: keepalive.age(now: pool.now), reason: transport.describe(events: e))
             return
         }
         pool.discard(self, reason: transport.describe(events: e))
@@ -201,6 +206,7 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         for exchange in waiting { start(exchange) }
         flush()
         pool.loadChanged(self)
+        pool.connectionReady(self)
     }
 
     // MARK: Keepalive
@@ -221,8 +227,7 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
             pool.pathDead(self)
             return
         case .closeIdle?:
-            pool.discard(self, reason: "idle")
-            return
+            if pool.idleBoundReached(self) { return }
         case nil:
             break
         }
@@ -307,6 +312,15 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     }
 
     // MARK: Closing (by the pool only)
+
+    /// Replaced after its idle bound (`HTTP2UpstreamPool.connectionReady`): it takes no new
+    /// stream, and closes once the streams it carries are done.
+    func retire() {
+        guard state == .ready else { return }
+        state = .goingAway
+        tickTimer?.cancel()
+        if streams.isEmpty && pending.isEmpty { pool.discard(self, reason: "idle, replaced") }
+    }
 
     /// Ends every exchange still on this connection (their calls send them again or fail),
     /// each with `end` (by default the connection is lost), and frees it.

@@ -31,6 +31,12 @@ final class HTTP2UpstreamPool {
     private var closed = false
     /// Where REST calls from HTTP/1.1 clients go: this pool, or the HTTP/1.1 one.
     private(set) var restRoute: RESTUpstreamRoute
+    /// Told once when REST moves to HTTP/1.1 (`alpnDeclined`): the HTTP/1.1 pool carries calls now.
+    var restFellBackToHTTP1: (() -> Void)?
+    /// Whether this pool keeps a ready connection through idle timeouts and server closes.
+    private var warm = WarmConnectionRule()
+    /// The last connection, past its idle bound, and the replacement dialed before it closes.
+    private var replacing: (old: HTTP2UpstreamConnection, new: HTTP2UpstreamConnection)?
 
     init(loop: EventLoop, origin: Origin, tls: TLSContext?, maxConnections: Int = 4, connectTimeout: Double = 10,
          idleTimeout: Double = Configuration.defaultUpstreamIdleTimeout, pingInterval: Double = H2Keepalive.defaultPingInterval,
@@ -88,17 +94,69 @@ final class HTTP2UpstreamPool {
         logger.debug("upstream HTTP/2 connections full; call queued", metadata: ["origin": "\(origin)", "queued": "\(waiting.count)"])
     }
 
-    /// Dials one connection ahead of the first call (start-up), unless one is open already. A
-    /// dial that fails is only logged: the first call dials again.
+    /// Dials one connection ahead of the first call (start-up), unless one is open already, and
+    /// from now on keeps one ready (`WarmConnectionRule`). A dial that fails is only logged: the
+    /// first call dials again.
     func warmUp() {
+        guard !closed else { return }
+        warm.warmed()
+        openUnlessOpen()
+    }
+
+    private func openUnlessOpen() {
         guard !closed, connections.isEmpty else { return }
         if case .failure(let failure) = open() {
             logger.debug("cannot warm the upstream HTTP/2 connection", metadata: ["origin": "\(origin)", "reason": "\(failure.message)"])
         }
     }
 
+    /// `connection` has been idle for `--upstream-idle-timeout`. It closes, unless it is the
+    /// pool's last and the pool keeps one warm: then its replacement is dialed first, and it
+    /// serves calls until that is ready. False when it stays open.
+    func idleBoundReached(_ connection: HTTP2UpstreamConnection) -> Bool {
+        var others = 0
+        for c in connections where c !== connection && c.takesStreams { others += 1 }
+        switch warm.idleBoundReached(others: others, replacing: replacing?.old === connection) {
+        case .close:
+            discard(connection, reason: "idle")
+            return true
+        case .keep:
+            return false
+        case .replaceFirst:
+            switch open() {
+            case .success(let replacement):
+                replacing = (connection, replacement)
+                logger.debug("replacing the idle upstream HTTP/2 connection", metadata: ["origin": "\(origin)"])
+            case .failure(let failure):
+                logger.debug("cannot replace the idle upstream HTTP/2 connection", metadata: ["origin": "\(origin)", "reason": "\(failure.message)"])
+            }
+            return false
+        }
+    }
+
+    /// A connection came up: if it replaces one past its idle bound, that one retires.
+    func connectionReady(_ connection: HTTP2UpstreamConnection) {
+        guard let r = replacing, r.new === connection else { return }
+        replacing = nil
+        r.old.retire()
+    }
+
+    /// A ready connection went without the sidecar closing it (the server closed it, the socket
+    /// broke): a pool that keeps one warm dials a replacement when it has none left.
+    func lost(_ connection: HTTP2UpstreamConnection, age: Double, reason: String) {
+        discard(connection, reason: reason)
+        if !closed, warm.replacesLost(age: age, left: connections.count) { openUnlessOpen() }
+    }
+
     /// Connections open or connecting.
     var connectionCount: Int { connections.count }
+
+    /// Connections ready for a call now (for tests).
+    var readyConnectionCount: Int {
+        var n = 0
+        for c in connections where c.state == .ready { n += 1 }
+        return n
+    }
 
     private func open() -> Result<HTTP2UpstreamConnection, ProxyFailure> {
         switch Dialer.connect(loop: loop, origin: origin, tls: tls, timeout: connectTimeout) {
@@ -139,7 +197,7 @@ final class HTTP2UpstreamPool {
     func pathDead(_ connection: HTTP2UpstreamConnection) {
         logger.info("upstream HTTP/2 PING unanswered; replacing the connection", metadata: ["origin": "\(origin)"])
         discard(connection, reason: "PING unanswered")
-        warmUp()
+        openUnlessOpen()
     }
 
     /// The peer sent GOAWAY: its streams above the last one come back refused and are sent
@@ -173,11 +231,11 @@ final class HTTP2UpstreamPool {
             if firstTime {
                 logger.notice("the upstream does not speak HTTP/2; REST calls go over HTTP/1.1 from now on", metadata: ["origin": "\(origin)"])
             }
-            guard let i = connections.firstIndex(where: { $0 === connection }) else { return }
-            connections.remove(at: i)
+            guard remove(connection) else { return }
             let failure = ProxyFailure.upstreamUnavailable(reason)
             connection.closeAndFail(reason: reason, end: .declined(failure))
             while let exchange = waiting.pop() { exchange.end(.declined(failure)) }
+            if firstTime { restFellBackToHTTP1?() }
         }
     }
 
@@ -191,8 +249,7 @@ final class HTTP2UpstreamPool {
     /// Closes a connection that broke, went away or idled; its exchanges are sent again or
     /// fail, as their calls decide.
     func discard(_ connection: HTTP2UpstreamConnection, reason: String) {
-        guard let i = connections.firstIndex(where: { $0 === connection }) else { return }
-        connections.remove(at: i)
+        guard remove(connection) else { return }
         logger.debug("upstream HTTP/2 connection closed", metadata: ["origin": "\(origin)", "reason": "\(reason)"])
         connection.closeAndFail(reason: reason)
         while let exchange = waiting.pop() {
@@ -203,8 +260,18 @@ final class HTTP2UpstreamPool {
         }
     }
 
+    /// Takes `connection` out of the pool (and out of a replacement under way); false when it
+    /// was not in it.
+    private func remove(_ connection: HTTP2UpstreamConnection) -> Bool {
+        guard let i = connections.firstIndex(where: { $0 === connection }) else { return false }
+        connections.remove(at: i)
+        if replacing?.old === connection || replacing?.new === connection { replacing = nil }
+        return true
+    }
+
     func close() {
         closed = true
+        replacing = nil
         for c in connections { c.closeAndFail(reason: "shutting down") }
         connections.removeAll()
         while let exchange = waiting.pop() {

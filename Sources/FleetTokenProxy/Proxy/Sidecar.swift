@@ -49,6 +49,8 @@ package final class Sidecar {
         let upstreamH2 = HTTP2UpstreamPool(loop: loop, origin: Origin(configuration.upstream), tls: tls.upstreamH2,
                                            idleTimeout: configuration.upstreamIdleTimeout, metrics: metrics,
                                            upstreamProtocol: configuration.upstreamProtocol, logger: logger)
+        // REST moving to HTTP/1.1 makes that pool one that carries calls: it is kept warm too.
+        upstreamH2.restFellBackToHTTP1 = { [unowned upstream] in upstream.warmUp() }
         core = ProxyCore(loop: loop, cache: cache, upstream: upstream, upstreamH2: upstreamH2, limits: configuration.limits,
                          clock: clock, logger: logger,
                          metrics: metrics, accessLogger: configuration.accessLog ? LogSetup.makeAccessLogger() : nil)
