@@ -17,6 +17,24 @@ final class HTTP2UpstreamPoolTests: BacklogListenerTestCase {
         pool.close()
     }
 
+    func testAStreamNobodyAnswersIsResetAtTheAnswerDeadlineAndItsCallFails() {
+        let pool = HTTP2UpstreamPool(loop: loop, origin: listener.origin, tls: nil, connectTimeout: 1, idleTimeout: 10,
+                                     answerTimeout: 0.3, logger: Logger(label: "test"))
+        let call = SilentCall()
+        let start = ContinuousClock.now
+        _ = pool.start(call)
+        loop.run(timeout: 2) { call.ended != nil }
+        let waited = ContinuousClock.now - start
+        guard case .failed(let failure)? = call.ended else { return XCTFail("ended: \(String(describing: call.ended))") }
+        XCTAssertEqual(failure.httpStatus, 502)
+        XCTAssertEqual(failure.grpcStatus, 14)
+        XCTAssertTrue(failure.message.contains("did not answer"), failure.message)
+        XCTAssertGreaterThanOrEqual(waited, .milliseconds(300), "never early")
+        XCTAssertLessThan(waited, .milliseconds(700))
+        XCTAssertEqual(pool.readyConnectionCount, 1, "the connection stays for other calls")
+        pool.close()
+    }
+
     func testAWarmPoolReplacesItsLastIdleConnectionBeforeClosingIt() {
         let pool = HTTP2UpstreamPool(loop: loop, origin: listener.origin, tls: nil, connectTimeout: 1, idleTimeout: 0.5,
                                      logger: Logger(label: "test"))

@@ -33,18 +33,22 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     /// (`--upstream-idle-timeout`); write inactivity keeps the connect timeout as its bound.
     private let idleTimeout: Double
     private let writeTimeout: Double
+    /// A stream whose answer has not started, or has not moved, for this long is reset (docs/CONTRACT.md
+    /// §7); swept at each tick.
+    private let answerTimeout: Double
     /// PING while idle, a dead path, the idle close (`H2Keepalive`), driven by `tickTimer`
     /// from the time the connection is ready: nothing per call.
     private var keepalive: H2Keepalive?
     private var tickTimer: ScheduledWork?
 
     init(bev: OpaquePointer, pool: HTTP2UpstreamPool, origin: Origin, isTLS: Bool, idleTimeout: Double, writeTimeout: Double,
-         loop: EventLoop, id: Int) {
+         answerTimeout: Double, loop: EventLoop, id: Int) {
         self.pool = pool
         self.origin = origin
         self.isTLS = isTLS
         self.idleTimeout = idleTimeout
         self.writeTimeout = writeTimeout
+        self.answerTimeout = answerTimeout
         self.loop = loop
         self.id = id
         transport = Transport(bev: bev, delegate: self, directWrites: !isTLS)
@@ -211,13 +215,16 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
 
     // MARK: Keepalive
 
+    /// One timer per connection: the keepalive's ticks, often enough too for the answer
+    /// deadline's sweep to be late by a tenth of it at most.
     private func scheduleTick() {
         guard let period = keepalive?.tickPeriod else { return }
-        tickTimer = loop.schedule(after: period) { [weak self] in self?.tick() }
+        tickTimer = loop.schedule(after: min(period, answerTimeout / 10)) { [weak self] in self?.tick() }
     }
 
     private func tick() {
         guard state == .ready, let session else { return }
+        if !streams.isEmpty { resetStalledStreams(now: pool.now) }
         switch keepalive?.tick(now: pool.now, idle: streams.isEmpty && pending.isEmpty) {
         case .sendPing?:
             session.submitPing()
@@ -232,6 +239,25 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
             break
         }
         scheduleTick()
+    }
+
+    /// Resets the streams whose answer has not started or moved within `answerTimeout`; their
+    /// calls fail as an HTTP/1.1 upstream's do when it does not answer in time (502 / 14).
+    private func resetStalledStreams(now: Double) {
+        var stalled: [H2UpstreamStream] = []
+        for exchange in streams.values
+        where exchange.answerStalled(now: now, timeout: answerTimeout, bound: Self.responseBufferBound) {
+            stalled.append(exchange)
+        }
+        guard !stalled.isEmpty else { return }
+        let failure = ProxyFailure.upstreamUnavailable("\(origin) did not answer within \(Int(answerTimeout)) s")
+        for exchange in stalled {
+            streams.removeValue(forKey: exchange.streamID)
+            session?.resetStream(exchange.streamID, errorCode: UInt32(NGHTTP2_CANCEL.rawValue))
+            exchange.end(.failed(failure))
+        }
+        flush()
+        pool.loadChanged(self)
     }
 
     // MARK: Flushing
@@ -253,6 +279,7 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
 
     func h2HeadersEnded(stream: Int32, fields: H2HeaderList, endStream: Bool) {
         guard let exchange = streams[stream], let delegate = exchange.delegate else { return }
+        exchange.headerBlockReceived()
         if endStream { exchange.answerDidEnd() }
         delegate.upstreamHeaderBlock(fields, endStream: endStream)
     }

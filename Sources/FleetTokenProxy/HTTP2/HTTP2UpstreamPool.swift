@@ -17,6 +17,8 @@ final class HTTP2UpstreamPool {
     /// every later connection.
     private(set) var pingInterval: Double
     private let pingAckTimeout: Double
+    /// A forwarded stream's answer must start, and go on, within this (docs/CONTRACT.md §7).
+    private let answerTimeout: Double
     private let clock: TokenClock
     private let metrics: ProxyMetrics
     /// Connections opened, PINGs sent and the last PING round trip, for tests and `/metrics`.
@@ -40,7 +42,8 @@ final class HTTP2UpstreamPool {
 
     init(loop: EventLoop, origin: Origin, tls: TLSContext?, maxConnections: Int = 4, connectTimeout: Double = 10,
          idleTimeout: Double = Configuration.defaultUpstreamIdleTimeout, pingInterval: Double = H2Keepalive.defaultPingInterval,
-         pingAckTimeout: Double = H2Keepalive.defaultAckTimeout, clock: TokenClock = SystemClock(),
+         pingAckTimeout: Double = H2Keepalive.defaultAckTimeout, answerTimeout: Double = ClientLimits().responseTimeout,
+         clock: TokenClock = SystemClock(),
          metrics: ProxyMetrics = ProxyMetrics(), upstreamProtocol: UpstreamProtocol = .auto, logger: Logger) {
         self.loop = loop
         self.origin = origin
@@ -50,6 +53,7 @@ final class HTTP2UpstreamPool {
         self.idleTimeout = idleTimeout
         self.pingInterval = pingInterval
         self.pingAckTimeout = pingAckTimeout
+        self.answerTimeout = answerTimeout
         self.clock = clock
         self.metrics = metrics
         self.logger = logger
@@ -167,7 +171,7 @@ final class HTTP2UpstreamPool {
             connectionsOpened += 1
             metrics.upstreamConnectionOpened(.h2)
             let connection = HTTP2UpstreamConnection(bev: bev, pool: self, origin: origin, isTLS: tls != nil, idleTimeout: idleTimeout,
-                                                        writeTimeout: connectTimeout, loop: loop, id: nextID)
+                                                        writeTimeout: connectTimeout, answerTimeout: answerTimeout, loop: loop, id: nextID)
             logger.debug("upstream HTTP/2 connection opened", metadata: ["origin": "\(origin)", "connections": "\(connections.count + 1)"])
             connections.append(connection)
             return .success(connection)

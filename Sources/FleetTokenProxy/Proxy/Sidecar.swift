@@ -47,7 +47,8 @@ package final class Sidecar {
         let upstream = HTTP1UpstreamPool(loop: loop, origin: Origin(configuration.upstream), tls: tls.upstream,
                                       maxConnections: 256, limits: upstreamLimits, metrics: metrics, logger: logger)
         let upstreamH2 = HTTP2UpstreamPool(loop: loop, origin: Origin(configuration.upstream), tls: tls.upstreamH2,
-                                           idleTimeout: configuration.upstreamIdleTimeout, metrics: metrics,
+                                           idleTimeout: configuration.upstreamIdleTimeout,
+                                           answerTimeout: upstreamLimits.responseTimeout, metrics: metrics,
                                            upstreamProtocol: configuration.upstreamProtocol, logger: logger)
         // REST moving to HTTP/1.1 makes that pool one that carries calls: it is kept warm too.
         upstreamH2.restFellBackToHTTP1 = { [unowned upstream] in upstream.warmUp() }
