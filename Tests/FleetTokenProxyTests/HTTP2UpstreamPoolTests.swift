@@ -35,6 +35,31 @@ final class HTTP2UpstreamPoolTests: BacklogListenerTestCase {
         pool.close()
     }
 
+    func testCallsWaitingForAStreamSlotAreBoundedAndThoseOverTheBoundFailAtOnce() {
+        let pool = HTTP2UpstreamPool(loop: loop, origin: listener.origin, tls: nil, maxConnections: 1, connectTimeout: 1,
+                                     idleTimeout: 10, maxWaiters: 3, logger: Logger(label: "test"))
+        let slots = HTTP2UpstreamConnection.maxStreams
+        let open = (0..<slots).map { _ in SilentCall() }
+        for call in open { _ = pool.start(call) }
+        loop.run(timeout: 1) { pool.readyConnectionCount == 1 }
+        let queued = (0..<3).map { _ in SilentCall() }
+        let exchanges = queued.map { pool.start($0) }
+        XCTAssertTrue((open + queued).allSatisfy { $0.ended == nil }, "a full connection's streams, and three waiting")
+        let over = SilentCall()
+        _ = pool.start(over)
+        guard case .failed(let failure)? = over.ended else { return XCTFail("the fourth waiter was not refused") }
+        XCTAssertEqual(failure.httpStatus, 502)
+        XCTAssertEqual(failure.grpcStatus, 14)
+        XCTAssertTrue(failure.message.contains("3 calls already wait"), failure.message)
+        // A waiter that gives up frees its place.
+        exchanges[0].cancel(.abandoned)
+        let next = SilentCall()
+        _ = pool.start(next)
+        XCTAssertNil(next.ended, "queued in the freed place")
+        pool.close()
+        XCTAssertTrue(queued[1...].allSatisfy { $0.ended != nil } && next.ended != nil, "waiters fail on close")
+    }
+
     func testAWarmPoolReplacesItsLastIdleConnectionBeforeClosingIt() {
         let pool = HTTP2UpstreamPool(loop: loop, origin: listener.origin, tls: nil, connectTimeout: 1, idleTimeout: 0.5,
                                      logger: Logger(label: "test"))

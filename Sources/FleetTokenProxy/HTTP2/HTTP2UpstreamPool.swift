@@ -27,8 +27,10 @@ final class HTTP2UpstreamPool {
     private(set) var lastPingRoundTrip: Double?
     private let logger: Logger
     private var connections: [HTTP2UpstreamConnection] = []
-    /// Exchanges waiting because every connection is full and no more may be opened.
+    /// Exchanges waiting because every connection is full and no more may be opened; at most
+    /// `maxWaiters` not yet cancelled (docs/CONTRACT.md §7), as for the HTTP/1.1 pool.
     private var waiting = FIFO<H2UpstreamStream>()
+    private let maxWaiters: Int
     private var nextID = 0
     private var closed = false
     /// Where REST calls from HTTP/1.1 clients go: this pool, or the HTTP/1.1 one.
@@ -43,7 +45,7 @@ final class HTTP2UpstreamPool {
     init(loop: EventLoop, origin: Origin, tls: TLSContext?, maxConnections: Int = 4, connectTimeout: Double = 10,
          idleTimeout: Double = Configuration.defaultUpstreamIdleTimeout, pingInterval: Double = H2Keepalive.defaultPingInterval,
          pingAckTimeout: Double = H2Keepalive.defaultAckTimeout, answerTimeout: Double = ClientLimits().responseTimeout,
-         clock: TokenClock = SystemClock(),
+         maxWaiters: Int = HTTP1UpstreamPool.defaultMaxWaiters, clock: TokenClock = SystemClock(),
          metrics: ProxyMetrics = ProxyMetrics(), upstreamProtocol: UpstreamProtocol = .auto, logger: Logger) {
         self.loop = loop
         self.origin = origin
@@ -54,6 +56,7 @@ final class HTTP2UpstreamPool {
         self.pingInterval = pingInterval
         self.pingAckTimeout = pingAckTimeout
         self.answerTimeout = answerTimeout
+        self.maxWaiters = max(0, maxWaiters)
         self.clock = clock
         self.metrics = metrics
         self.logger = logger
@@ -92,6 +95,13 @@ final class HTTP2UpstreamPool {
             case .failure(let failure): exchange.end(.failed(failure))
             case .success(let connection): connection.start(exchange)
             }
+            return
+        }
+        // Cancelled exchanges stay queued until they reach the front; swept out only when the
+        // queue looks full, so the bound counts calls that still wait.
+        if waiting.count >= maxWaiters { waiting.removeAll { $0.isEnded } }
+        guard waiting.count < maxWaiters else {
+            exchange.end(.failed(.upstreamUnavailable("\(waiting.count) calls already wait for a connection to \(origin)")))
             return
         }
         waiting.push(exchange)
