@@ -223,8 +223,11 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     }
 
     private func tick() {
-        guard state == .ready, let session else { return }
+        guard state == .ready || state == .goingAway else { return }
         if !streams.isEmpty { resetStalledStreams(now: pool.now) }
+        // Going away (GOAWAY, or replaced): only its streams' answers are left to watch.
+        if state == .goingAway { scheduleTick() }
+        guard state == .ready, let session else { return }
         switch keepalive?.tick(now: pool.now, idle: streams.isEmpty && pending.isEmpty) {
         case .sendPing?:
             session.submitPing()
@@ -327,7 +330,6 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         // Streams above lastStreamID come back as REFUSED_STREAM and are sent again; new calls
         // go to another connection.
         state = .goingAway
-        tickTimer?.cancel()
         if let action = keepalive?.goAway(errorCode: errorCode, now: pool.now) {
             pool.goAwayReceived(from: self, errorCode: errorCode, action)
         }
@@ -345,7 +347,6 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     func retire() {
         guard state == .ready else { return }
         state = .goingAway
-        tickTimer?.cancel()
         if streams.isEmpty && pending.isEmpty { pool.discard(self, reason: "idle, replaced") }
     }
 
