@@ -112,6 +112,16 @@ extension EventLoop {
         XCTAssertLessThan(idled, .milliseconds(1300), file: file, line: line)
     }
 
+    /// The least value `count` took while the loop ran for `seconds`, sampled every 10 ms.
+    func fewest(over seconds: Double, of count: @escaping () -> Int) -> Int {
+        var fewest = Int.max
+        run(timeout: seconds) {
+            fewest = min(fewest, count())
+            return false
+        }
+        return fewest
+    }
+
     /// Runs the loop until `done` or `timeout` seconds passed. Its timers are cancelled when it
     /// returns, so none stops a later run early.
     func run(timeout: Double, until done: @escaping () -> Bool) {

@@ -129,12 +129,7 @@ final class HTTP1UpstreamPoolTests: BacklogListenerTestCase {
         pool.release(second, reusable: true)
         pool.warmUp()
         XCTAssertEqual(pool.connectionsDialed, 2, "warm already")
-        var fewestIdle = Int.max
-        loop.run(timeout: 1.3) {
-            fewestIdle = min(fewestIdle, pool.idleCount)
-            return false
-        }
-        XCTAssertEqual(fewestIdle, 1, "an idle connection at every moment")
+        XCTAssertEqual(loop.fewest(over: 1.3) { pool.idleCount }, 1, "an idle connection at every moment")
         XCTAssertEqual(pool.totalConnections, 1, "the extra one closed, the last was replaced")
         XCTAssertGreaterThanOrEqual(pool.connectionsDialed, 3)
         pool.close()

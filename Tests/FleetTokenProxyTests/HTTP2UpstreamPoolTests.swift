@@ -67,12 +67,7 @@ final class HTTP2UpstreamPoolTests: BacklogListenerTestCase {
         pool.warmUp()
         XCTAssertEqual(pool.connectionCount, 1, "one warm connection")
         loop.run(timeout: 1) { pool.readyConnectionCount == 1 }
-        var fewestReady = Int.max
-        loop.run(timeout: 1.8) {
-            fewestReady = min(fewestReady, pool.readyConnectionCount)
-            return false
-        }
-        XCTAssertEqual(fewestReady, 1, "a ready connection at every moment")
+        XCTAssertEqual(loop.fewest(over: 1.8) { pool.readyConnectionCount }, 1, "a ready connection at every moment")
         XCTAssertGreaterThanOrEqual(pool.connectionsOpened, 3, "replaced at each idle bound")
         XCTAssertLessThanOrEqual(pool.connectionsOpened, 4)
         XCTAssertEqual(pool.connectionCount, 1, "the idle ones it replaced closed")

@@ -215,6 +215,12 @@ def tls_engine(signing_key, pki, tmp_path, alpn: list[str] | None) -> StandInRES
     return StandInRESTOverH2([(signing_key.kid, signing_key.public_key)], tls_context=context).start()
 
 
+def tls_sidecar(sidecar_factory, engine, pki, *extra: str):
+    """A sidecar calling `engine` over TLS with the test CA, its admin listener on."""
+    return sidecar_factory(upstream=f"https://{engine.address}",
+                           extra_args=("--upstream-ca-file", str(pki.ca_file), "--admin-listen", "127.0.0.1:0", *extra))
+
+
 def upstream_connections_opened(sidecar) -> dict[str, float]:
     """`fleet_token_proxy_upstream_connections_opened_total` by protocol label."""
     admin = re.search(r'admin="?(127\.0\.0\.1:\d+)', sidecar.log_path.read_text(errors="replace")).group(1)
@@ -234,8 +240,7 @@ def concurrent_curls(sidecar, paths: list[str]) -> list[bytes]:
 def test_auto_over_tls_carries_rest_on_one_h2_connection_when_alpn_agrees(sidecar_factory, signing_key, pki, tmp_path, new_id):
     engine = tls_engine(signing_key, pki, tmp_path, ["h2", "http/1.1"])
     try:
-        sidecar = sidecar_factory(upstream=f"https://{engine.address}",
-                                  extra_args=("--upstream-ca-file", str(pki.ca_file), "--admin-listen", "127.0.0.1:0"))
+        sidecar = tls_sidecar(sidecar_factory, engine, pki)
         assert concurrent_curls(sidecar, [vehicle(new_id("v-")) for _ in range(12)]) == [b"200"] * 12
         assert engine.protocols == ["h2"], "warm-up dialed the HTTP/2 pool only, and its one connection carried every call"
         assert {r.header(":scheme")[0] for r in engine.requests} == {"https"}
@@ -249,8 +254,7 @@ def test_auto_over_tls_carries_rest_on_one_h2_connection_when_alpn_agrees(sideca
 def test_auto_over_tls_falls_back_to_http1_with_nothing_lost(sidecar_factory, signing_key, pki, tmp_path, new_id, alpn):
     engine = tls_engine(signing_key, pki, tmp_path, alpn)
     try:
-        sidecar = sidecar_factory(upstream=f"https://{engine.address}",
-                                  extra_args=("--upstream-ca-file", str(pki.ca_file), "--admin-listen", "127.0.0.1:0"))
+        sidecar = tls_sidecar(sidecar_factory, engine, pki)
         # The first burst races the warm-up connection's ALPN answer: calls waiting on it go
         # again by HTTP/1.1; the second finds the route settled.
         paths = [vehicle(new_id("v-")) for _ in range(8)]
@@ -271,8 +275,7 @@ def test_auto_over_tls_falls_back_to_http1_with_nothing_lost(sidecar_factory, si
 def test_pinned_http11_rest_connections_offer_only_http11(sidecar_factory, signing_key, pki, tmp_path, new_id):
     engine = tls_engine(signing_key, pki, tmp_path, ["h2", "http/1.1"])
     try:
-        sidecar = sidecar_factory(upstream=f"https://{engine.address}",
-                                  extra_args=("--upstream-ca-file", str(pki.ca_file), "--upstream-protocol", "http1.1"))
+        sidecar = tls_sidecar(sidecar_factory, engine, pki, "--upstream-protocol", "http1.1")
         assert concurrent_curls(sidecar, [vehicle(new_id("v-")) for _ in range(4)]) == [b"200"] * 4
         assert len(engine.requests) == 4 and all(r.stream == 0 for r in engine.requests), "all over HTTP/1.1"
         # The warm HTTP/2 connection (for gRPC) agreed on h2; every REST connection on http/1.1.
