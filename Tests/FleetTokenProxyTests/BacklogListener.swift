@@ -112,13 +112,27 @@ extension EventLoop {
         XCTAssertLessThan(idled, .milliseconds(1300), file: file, line: line)
     }
 
-    /// Runs the loop until `done` or `timeout` seconds passed.
-    func run(timeout: Double, until done: @escaping () -> Bool) {
-        func check() {
-            if done() { stop() } else { _ = schedule(after: 0.01) { check() } }
+    /// The least value `count` took while the loop ran for `seconds`, sampled every 10 ms.
+    func fewest(over seconds: Double, of count: @escaping () -> Int) -> Int {
+        var fewest = Int.max
+        run(timeout: seconds) {
+            fewest = min(fewest, count())
+            return false
         }
-        _ = schedule(after: 0) { check() }
-        _ = schedule(after: timeout) { [unowned self] in stop() }
+        return fewest
+    }
+
+    /// Runs the loop until `done` or `timeout` seconds passed. Its timers are cancelled when it
+    /// returns, so none stops a later run early.
+    func run(timeout: Double, until done: @escaping () -> Bool) {
+        var next: ScheduledWork?
+        func check() {
+            if done() { stop() } else { next = schedule(after: 0.01) { check() } }
+        }
+        next = schedule(after: 0) { check() }
+        let deadline = schedule(after: timeout) { [unowned self] in stop() }
         run()
+        deadline.cancel()
+        next?.cancel()
     }
 }

@@ -302,6 +302,13 @@ final class H2CallStateTests: XCTestCase {
         XCTAssertEqual(state.upstreamClosed(.refused(broken)), .answer(answer(.failure(broken))))
     }
 
+    func testADeclinedExchangeIsAsALostOneForAnHTTP2Client() {
+        var state = call(in: .forwarding)
+        XCTAssertEqual(state.upstreamClosed(.declined(broken)), .resend)
+        XCTAssertEqual(state.upstreamClosed(.declined(broken)), .resend)
+        XCTAssertEqual(state.upstreamClosed(.declined(broken)), .answer(answer(.failure(broken))))
+    }
+
     func testStartsAreCountedAcrossTheRetry() {
         var state = call(in: .forwarding)
         _ = state.upstreamClosed(.refused(broken))

@@ -390,6 +390,19 @@ final class HTTP1ExchangeTests: XCTestCase {
         XCTAssertEqual(x.exchangeRefused(failure, bodyIntact: true), .closeAfterFlush)
     }
 
+    func testADeclinedHTTP2SendGoesAgainAndDoesNotCountAsATry() {
+        var x = exchange(in: .sent, method: "POST")
+        XCTAssertEqual(x.exchangeDeclined(failure), .resend(call: 1))
+        // Still the first try: the keep-alive race may send it once more later.
+        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: false), .sendHeld(takeBody: false, firstAttempt: true))
+        XCTAssertEqual(x.exchangeDeclined(failure), .resend(call: 1))
+    }
+
+    func testADeclineAfterTheHeadWasRelayedClosesAfterFlush() {
+        var x = exchange(in: .relaying)
+        XCTAssertEqual(x.exchangeDeclined(failure), .closeAfterFlush)
+    }
+
     func testIdempotentMethodsAreTheOnesRFC9110Names() {
         for method in ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"] { XCTAssertTrue(HTTP1Exchange.Call.isIdempotent(method), method) }
         for method in ["POST", "PATCH", "get", "CONNECT"] { XCTAssertFalse(HTTP1Exchange.Call.isIdempotent(method), method) }

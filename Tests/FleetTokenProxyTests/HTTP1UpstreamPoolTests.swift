@@ -118,6 +118,23 @@ final class HTTP1UpstreamPoolTests: BacklogListenerTestCase {
         pool.close()
     }
 
+    func testAWarmPoolReplacesItsLastIdleConnectionBeforeClosingItAndClosesExtraOnes() throws {
+        var limits = ClientLimits()
+        limits.responseTimeout = 0.2
+        limits.idleTimeout = 0.5
+        let pool = HTTP1UpstreamPool(loop: loop, origin: origin, tls: nil, maxConnections: 4, limits: limits, logger: Logger(label: "test"))
+        let first = try XCTUnwrap(borrowed(from: pool))
+        let second = try XCTUnwrap(borrowed(from: pool))
+        pool.release(first, reusable: true)
+        pool.release(second, reusable: true)
+        pool.warmUp()
+        XCTAssertEqual(pool.connectionsDialed, 2, "warm already")
+        XCTAssertEqual(loop.fewest(over: 1.3) { pool.idleCount }, 1, "an idle connection at every moment")
+        XCTAssertEqual(pool.totalConnections, 1, "the extra one closed, the last was replaced")
+        XCTAssertGreaterThanOrEqual(pool.connectionsDialed, 3)
+        pool.close()
+    }
+
     func testABorrowerDuringTheStartUpDialTakesThatConnection() {
         let pool = pool(maxConnections: 4)
         pool.warmUp()

@@ -9,8 +9,5 @@ final class UpstreamProtocolTests: XCTestCase {
         for bad in ["", "H2", "http/1.1", "h2c"] {
             XCTAssertThrowsError(try UpstreamProtocol.parse(bad), bad)
         }
-        XCTAssertTrue(UpstreamProtocol.h2.restOverHTTP2)
-        XCTAssertFalse(UpstreamProtocol.auto.restOverHTTP2)
-        XCTAssertFalse(UpstreamProtocol.http11.restOverHTTP2)
     }
 }

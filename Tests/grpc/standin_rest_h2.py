@@ -1,5 +1,8 @@
 """A stand-in Fleet Engine answering REST over HTTP/2 (h2c with prior knowledge, or TLS with
-ALPN h2), for the sidecar's REST-over-HTTP/2 upstream (`--upstream-protocol h2`).
+ALPN h2), for the sidecar's REST-over-HTTP/2 upstream (`--upstream-protocol h2`, and `auto` on
+https). Over TLS, a connection whose ALPN is not h2 (the context offers http/1.1 only, or no
+ALPN) is served as plain HTTP/1.1 keep-alive with Content-Length, tokens judged the same way;
+`protocols` lists each connection's ALPN answer.
 
 Every request's token is judged as the gRPC stand-in does (`TokenVerifier.check_metadata`) for
 the vehicle and delivery vehicle paths (`_rest_entity`); what it saw is kept in `requests`.
@@ -59,6 +62,7 @@ class StandInRESTOverH2:
         self.tls_context = tls_context
         self.requests: list[SeenRequest] = []
         self.connections = 0
+        self.protocols: list[str | None] = []
         self._lock = threading.Lock()
         self._first_seen: set[str] = set()
         self._listener = socket.create_server(("127.0.0.1", 0))
@@ -77,6 +81,7 @@ class StandInRESTOverH2:
         with self._lock:
             self.requests.clear()
             self.connections = 0
+            self.protocols.clear()
 
     def _accept(self) -> None:
         while not self._stopped:
@@ -100,6 +105,11 @@ class StandInRESTOverH2:
         try:
             if self.tls_context is not None:
                 sock = self.tls_context.wrap_socket(sock, server_side=True)
+                protocol = sock.selected_alpn_protocol()
+                with self._lock:
+                    self.protocols.append(protocol)
+                if protocol != "h2":
+                    return self._serve_http1(sock, number)
             conn = h2.connection.H2Connection(h2.config.H2Configuration(
                 client_side=False, header_encoding="utf-8", validate_outbound_headers=False,
                 normalize_outbound_headers=False))
@@ -125,6 +135,40 @@ class StandInRESTOverH2:
             return
         finally:
             sock.close()
+
+    def _serve_http1(self, sock, number: int) -> None:
+        """HTTP/1.1 keep-alive, Content-Length bodies only: each request recorded as an HTTP/2
+        one would be (pseudo-fields from its request line, stream 0) and its token judged."""
+        buffered = b""
+        while True:
+            while b"\r\n\r\n" not in buffered:
+                data = sock.recv(65536)
+                if not data:
+                    return
+                buffered += data
+            head, _, buffered = buffered.partition(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            method, path, _ = lines[0].split(" ", 2)
+            headers = [(":method", method), (":path", path)]
+            for line in lines[1:]:
+                name, _, value = line.partition(":")
+                headers.append((name.strip().lower(), value.strip()))
+            length = int(dict(headers).get("content-length", "0"))
+            while len(buffered) < length:
+                data = sock.recv(65536)
+                if not data:
+                    return
+                buffered += data
+            body, buffered = buffered[:length], buffered[length:]
+            entity = _rest_entity(path)
+            authorization = [v for k, v in headers if k == "authorization"]
+            ok = entity is not None and self.verifier.check_metadata(authorization, entity, time.time()).ok
+            status = 200 if ok else 401
+            with self._lock:
+                self.requests.append(SeenRequest(number, 0, headers, body, status))
+            answer = json.dumps({"method": method, "bodyBytes": len(body)}).encode()
+            sock.sendall(b"HTTP/1.1 %d X\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+                         b"x-standin: rest-http1\r\n\r\n%s" % (status, len(answer), answer))
 
     def _answer(self, conn, number: int, stream: int, headers, body: bytes) -> None:
         pseudo = dict((k, v) for k, v in headers if k.startswith(":"))

@@ -4,9 +4,11 @@ docs/CONTRACT.md §6), against an h2c stand-in Fleet Engine that checks every to
 `authorization`, and each answer comes back as one HTTP/1.1 answer framed by the sidecar."""
 from __future__ import annotations
 
+import re
 import socket
 import ssl
 import subprocess
+import urllib.request
 
 import pytest
 
@@ -197,3 +199,87 @@ def test_a_client_that_leaves_mid_body_resets_its_stream_and_the_next_call_works
     # The cut request never reached the stand-in as a whole request.
     assert all(len(r.body) != 100_000 for r in rest_h2.requests)
     assert [r.header(":method")[0] for r in rest_h2.requests] == ["GET"]
+
+
+# -- `--upstream-protocol auto` on https: HTTP/2 when ALPN agrees, else HTTP/1.1 ----------------
+
+
+def tls_engine(signing_key, pki, tmp_path, alpn: list[str] | None) -> StandInRESTOverH2:
+    """A TLS stand-in whose server context offers `alpn` (None: no ALPN at all)."""
+    (tmp_path / "cert.pem").write_bytes(pki.certificate_pem)
+    (tmp_path / "key.pem").write_bytes(pki.key_pem)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    if alpn is not None:
+        context.set_alpn_protocols(alpn)
+    return StandInRESTOverH2([(signing_key.kid, signing_key.public_key)], tls_context=context).start()
+
+
+def tls_sidecar(sidecar_factory, engine, pki, *extra: str):
+    """A sidecar calling `engine` over TLS with the test CA, its admin listener on."""
+    return sidecar_factory(upstream=f"https://{engine.address}",
+                           extra_args=("--upstream-ca-file", str(pki.ca_file), "--admin-listen", "127.0.0.1:0", *extra))
+
+
+def upstream_connections_opened(sidecar) -> dict[str, float]:
+    """`fleet_token_proxy_upstream_connections_opened_total` by protocol label."""
+    admin = re.search(r'admin="?(127\.0\.0\.1:\d+)', sidecar.log_path.read_text(errors="replace")).group(1)
+    with urllib.request.urlopen(f"http://{admin}/metrics", timeout=5) as response:
+        text = response.read().decode()
+    return {m.group(1): float(m.group(2)) for m in re.finditer(
+        r'^fleet_token_proxy_upstream_connections_opened_total\{protocol="([^"]+)"\} (\S+)$', text, re.M)}
+
+
+def concurrent_curls(sidecar, paths: list[str]) -> list[bytes]:
+    calls = [subprocess.Popen(["curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--http1.1", "-X", "PUT",
+                               "--data-binary", "{}", f"http://{sidecar.address}{path}"], stdout=subprocess.PIPE)
+             for path in paths]
+    return [c.communicate(timeout=20)[0] for c in calls]
+
+
+def test_auto_over_tls_carries_rest_on_one_h2_connection_when_alpn_agrees(sidecar_factory, signing_key, pki, tmp_path, new_id):
+    engine = tls_engine(signing_key, pki, tmp_path, ["h2", "http/1.1"])
+    try:
+        sidecar = tls_sidecar(sidecar_factory, engine, pki)
+        assert concurrent_curls(sidecar, [vehicle(new_id("v-")) for _ in range(12)]) == [b"200"] * 12
+        assert engine.protocols == ["h2"], "warm-up dialed the HTTP/2 pool only, and its one connection carried every call"
+        assert {r.header(":scheme")[0] for r in engine.requests} == {"https"}
+        assert len(engine.requests) == 12 and all(r.body == b"{}" for r in engine.requests)
+        assert upstream_connections_opened(sidecar) == {"h2": 1, "http1.1": 0}
+    finally:
+        engine.stop()
+
+
+@pytest.mark.parametrize("alpn", [["http/1.1"], None], ids=["http1.1-only", "no-alpn"])
+def test_auto_over_tls_falls_back_to_http1_with_nothing_lost(sidecar_factory, signing_key, pki, tmp_path, new_id, alpn):
+    engine = tls_engine(signing_key, pki, tmp_path, alpn)
+    try:
+        sidecar = tls_sidecar(sidecar_factory, engine, pki)
+        # The first burst races the warm-up connection's ALPN answer: calls waiting on it go
+        # again by HTTP/1.1; the second finds the route settled.
+        paths = [vehicle(new_id("v-")) for _ in range(8)]
+        assert concurrent_curls(sidecar, paths) == [b"200"] * 8
+        assert concurrent_curls(sidecar, [vehicle(new_id("v-")) for _ in range(4)]) == [b"200"] * 4
+        assert len(engine.requests) == 12, "each call reached the upstream once"
+        assert {r.status for r in engine.requests} == {200}
+        assert sorted(r.header(":path")[0] for r in engine.requests[:8]) == sorted(paths)
+        opened = upstream_connections_opened(sidecar)
+        assert opened["h2"] == 1, "one HTTP/2 dial taught the sidecar the origin is HTTP/1.1-only"
+        assert opened["http1.1"] >= 1
+        assert engine.protocols[0] == (alpn[0] if alpn else None)
+        assert "REST calls go over HTTP/1.1 from now on" in sidecar.log_path.read_text(errors="replace")
+    finally:
+        engine.stop()
+
+
+def test_pinned_http11_rest_connections_offer_only_http11(sidecar_factory, signing_key, pki, tmp_path, new_id):
+    engine = tls_engine(signing_key, pki, tmp_path, ["h2", "http/1.1"])
+    try:
+        sidecar = tls_sidecar(sidecar_factory, engine, pki, "--upstream-protocol", "http1.1")
+        assert concurrent_curls(sidecar, [vehicle(new_id("v-")) for _ in range(4)]) == [b"200"] * 4
+        assert len(engine.requests) == 4 and all(r.stream == 0 for r in engine.requests), "all over HTTP/1.1"
+        # The warm HTTP/2 connection (for gRPC) agreed on h2; every REST connection on http/1.1.
+        assert engine.protocols.count("h2") == 1
+        assert engine.protocols.count("http/1.1") >= 1 and set(engine.protocols) == {"h2", "http/1.1"}
+    finally:
+        engine.stop()

@@ -1,7 +1,8 @@
 /// Which protocol REST calls use to Fleet Engine (`--upstream-protocol`, docs/CONTRACT.md §6).
 /// gRPC calls always go over HTTP/2.
 package enum UpstreamProtocol: String, Sendable, CaseIterable {
-    /// Today's rule: REST over the HTTP/1.1 pool.
+    /// REST over HTTP/2 on an `https://` upstream that agrees to `h2` by ALPN, else over the
+    /// HTTP/1.1 pool (`RESTUpstreamRoute`).
     case auto
     /// REST over the multiplexed HTTP/2 connections (h2c with prior knowledge for http://).
     case h2
@@ -14,7 +15,4 @@ package enum UpstreamProtocol: String, Sendable, CaseIterable {
         }
         return value
     }
-
-    /// REST calls go over the HTTP/2 upstream connections.
-    var restOverHTTP2: Bool { self == .h2 }
 }

@@ -431,6 +431,8 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             startH2Attempt(call: number)
             return
         }
+        // A send over HTTP/2 that comes back to go by HTTP/1.1 (the route changed meanwhile).
+        if let old = call.h2 { letGo(old, cancel: .superseded) }
         if let upstream = core.upstream.takeIdle() {
             upstreamLent(upstream, call: number)
             return
@@ -844,6 +846,10 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             if case .held = call.body { intact = true } else { intact = attempt.bodyBytesSent == 0 }
             if intact { logger.debug("Fleet Engine refused the stream; sending it again") }
             answerFailed(exchange.exchangeRefused(failure, bodyIntact: intact))
+        case .declined(let failure):
+            // Never opened, so not a byte of the body left: the call goes by HTTP/1.1 now.
+            letGo(attempt, cancel: nil)
+            answerFailed(exchange.exchangeDeclined(failure))
         case .connectionLost(let failure), .failed(let failure):
             answerFailed(exchange.responseFailed(failure, retryable: false))
         }

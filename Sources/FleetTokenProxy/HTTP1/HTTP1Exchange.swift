@@ -524,6 +524,19 @@ struct HTTP1Exchange: Equatable {
         return responseFailed(failure, retryable: false)
     }
 
+    /// The HTTP/2 upstream turned out not to speak HTTP/2 before the exchange sent a byte, and
+    /// REST goes over HTTP/1.1 from now on (docs/CONTRACT.md §6): sent again there, whatever the
+    /// method, and the send that never left does not count as a try. Nil when no upstream
+    /// exchange was under way.
+    mutating func exchangeDeclined(_ failure: ProxyFailure) -> ResponseFailureAction? {
+        if case .forwarding(var call, let attempt) = phase, attempt.answer == .awaited {
+            call.attempts -= 1
+            phase = .awaitingUpstream(call)
+            return .resend(call: call.number)
+        }
+        return responseFailed(failure, retryable: false)
+    }
+
     // MARK: Ending
 
     /// The connection is back to reading heads after a call; the next head's deadline starts

@@ -236,7 +236,10 @@ final class HTTP1UpstreamConnection: TransportDelegate {
         idleTicked += readTimeout
         let left = limits.idleTimeout - idleTicked
         guard left > 0.001 else {
-            pool.discard(self, reason: "idle for \(Int(idleTicked)) s")
+            if pool.idleBoundReached(self) { return }
+            // Kept until its replacement is up: ticks go on at the answer's bound.
+            if readTimeout != limits.responseTimeout { setReadTimeout(limits.responseTimeout) }
+            transport.enableReading()
             return
         }
         if left < readTimeout { setReadTimeout(left) }

@@ -44,6 +44,10 @@ final class HTTP1UpstreamPool {
     /// The start-up connection while it is dialed for no one (`warmUp`): the first borrower
     /// takes it over instead of dialing another.
     private var warming: ObjectIdentifier?
+    /// Whether this pool keeps a ready connection through idle timeouts.
+    private var warm = WarmConnectionRule()
+    /// The last connection, past its idle bound, and the replacement dialed before it closes.
+    private var replacing: (old: HTTP1UpstreamConnection, new: HTTP1UpstreamConnection)?
 
     init(loop: EventLoop, origin: Origin, tls: TLSContext?, maxConnections: Int, limits: ClientLimits = ClientLimits(),
          maxWaiters: Int = HTTP1UpstreamPool.defaultMaxWaiters, metrics: ProxyMetrics = ProxyMetrics(), logger: Logger) {
@@ -58,6 +62,9 @@ final class HTTP1UpstreamPool {
     }
 
     var totalConnections: Int { idle.count + dialing.count + busy.count }
+    /// Idle connections, and connections dialed so far (for tests).
+    var idleCount: Int { idle.count }
+    var connectionsDialed: Int { nextID }
 
     /// An idle connection, now, for a borrower that can use one at once; nil when none is idle
     /// (then `acquire`). A warm pool's connection so costs no ticket and no completion closure.
@@ -96,11 +103,32 @@ final class HTTP1UpstreamPool {
     }
 
     /// Dials one connection for the idle list ahead of the first call (start-up), unless the
-    /// pool has one: a borrower that leaves at once, whose connection the pool keeps.
+    /// pool has one: a borrower that leaves at once, whose connection the pool keeps. From now
+    /// on the pool keeps one ready (`WarmConnectionRule`).
     func warmUp() {
-        guard !closed, totalConnections == 0 else { return }
+        guard !closed else { return }
+        warm.warmed()
+        guard totalConnections == 0 else { return }
         acquire { _ in }.cancel()
         warming = dialing.keys.first
+    }
+
+    /// An idle connection reached `limits.idleTimeout`. It closes, unless it is the pool's last
+    /// and the pool keeps one warm: then its replacement is dialed first (for the idle list),
+    /// and it stays idle, lent to calls, until that is up. False when it stays open.
+    func idleBoundReached(_ connection: HTTP1UpstreamConnection) -> Bool {
+        switch warm.idleBoundReached(others: totalConnections - 1, replacing: replacing?.old === connection) {
+        case .close:
+            discard(connection, reason: "idle")
+            return true
+        case .keep:
+            return false
+        case .replaceFirst:
+            let forNoOne = PoolTicket({ _ in }, pool: self)
+            forNoOne.cancel()
+            if let replacement = dial(for: forNoOne) { replacing = (connection, replacement) }
+            return false
+        }
     }
 
     /// A waiting ticket was cancelled: it no longer counts against `maxWaiters`.
@@ -145,6 +173,7 @@ final class HTTP1UpstreamPool {
 
     /// Closes a connection that broke or is not to be reused, wherever it is.
     func discard(_ connection: HTTP1UpstreamConnection, reason: String) {
+        if replacing?.old === connection { replacing = nil }
         if !busy.remove(connection) {
             if let i = idle.firstIndex(where: { $0 === connection }) { idle.remove(at: i) }
         }
@@ -156,6 +185,7 @@ final class HTTP1UpstreamPool {
     /// Closes every connection; waiters get an error.
     func close() {
         closed = true
+        replacing = nil
         for c in idle { c.closeTransport() }
         idle.removeAll()
         for c in busy.removeAll() { c.closeTransport() }
@@ -181,11 +211,18 @@ final class HTTP1UpstreamPool {
             // Its borrower left while it was dialed: the next waiter, or the idle list, gets it.
             release(connection, reusable: true)
         }
+        // A replacement is up: the connection it replaces closes if idle (if a call borrowed it
+        // meanwhile, it goes back idle and meets its bound again, no longer the last).
+        if let r = replacing, r.new === connection {
+            replacing = nil
+            if idle.contains(where: { $0 === r.old }) { discard(r.old, reason: "idle, replaced") }
+        }
     }
 
     func dialFailed(_ connection: HTTP1UpstreamConnection, reason: String) {
         guard let d = dialing.removeValue(forKey: ObjectIdentifier(connection)) else { return }
         if warming == ObjectIdentifier(connection) { warming = nil }
+        if replacing?.new === connection { replacing = nil }
         connection.closeTransport()
         logger.debug("cannot connect", metadata: ["origin": "\(origin)", "reason": "\(reason)"])
         d.ticket.complete(.failure(.upstreamUnavailable("cannot connect to \(origin): \(reason)")))
@@ -199,15 +236,20 @@ final class HTTP1UpstreamPool {
         dial(for: waiter)
     }
 
-    private func dial(for ticket: PoolTicket) {
+    /// The connection being dialed for `ticket`; nil when the dial failed at once (the ticket
+    /// was told).
+    @discardableResult
+    private func dial(for ticket: PoolTicket) -> HTTP1UpstreamConnection? {
         nextID += 1
         switch Dialer.connect(loop: loop, origin: origin, tls: tls, timeout: limits.connectTimeout) {
         case .failure(let failure):
             ticket.complete(.failure(failure))
+            return nil
         case .success(let bev):
             let connection = HTTP1UpstreamConnection(bev: bev, pool: self, limits: limits, id: nextID, isTLS: tls != nil)
             metrics.upstreamConnectionOpened(.http1)
             dialing[ObjectIdentifier(connection)] = (connection, ticket)
+            return connection
         }
     }
 }

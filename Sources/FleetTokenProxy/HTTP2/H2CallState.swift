@@ -404,7 +404,8 @@ struct H2CallState: Equatable {
         switch (state, end) {
         case (_, .completed):
             return nil
-        case (.forwarding(var forwarding), .refused(let failure)), (.forwarding(var forwarding), .connectionLost(let failure)):
+        case (.forwarding(var forwarding), .refused(let failure)), (.forwarding(var forwarding), .connectionLost(let failure)),
+             (.forwarding(var forwarding), .declined(let failure)):
             // Nothing of it reached the upstream that could have been acted on: send it again.
             guard forwarding.bodySent || forwarding.sends.starts >= Self.maxStarts else {
                 forwarding.sends.starts += 1

@@ -80,6 +80,9 @@ struct H2Keepalive: Equatable {
         return .sendPing
     }
 
+    /// Seconds since the connection was ready.
+    func age(now: Double) -> Double { now - openedAt }
+
     mutating func pingAcked(now: Double) -> AckAction? {
         guard let sent = pingOutSince else { return nil }
         pingOutSince = nil

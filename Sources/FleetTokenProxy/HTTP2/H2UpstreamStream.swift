@@ -33,6 +33,11 @@ final class H2UpstreamStream: UpstreamExchange {
     private var responseBytesReceived = 0
     private var responseBytesTaken = 0
     private var responseBytesCredited = 0
+    /// Answer progress (header blocks and bytes) the last sweep saw, and when a sweep last saw
+    /// it move (`answerStalled`): no clock read per frame.
+    private var headerBlocks = 0
+    private var sweptProgress = -1
+    private var movedAt: Double = 0
 
     init(delegate: UpstreamExchangeDelegate) {
         self.delegate = delegate
@@ -62,6 +67,25 @@ final class H2UpstreamStream: UpstreamExchange {
 
     func answerDidEnd() {
         answerEnded = true
+    }
+
+    func headerBlockReceived() {
+        headerBlocks += 1
+    }
+
+    /// Swept by its connection at `now`: true when the upstream's answer has not started, or
+    /// has not moved, for `timeout` seconds (docs/CONTRACT.md §7), counted from the first sweep
+    /// that saw the stream or saw it move, so never early, and late by one sweep period at most.
+    /// An answer that waits because the client has not taken `bound` bytes of it is the
+    /// client's to time out, not the upstream's.
+    func answerStalled(now: Double, timeout: Double, bound: Int) -> Bool {
+        let progress = headerBlocks + responseBytesReceived
+        if progress != sweptProgress || answerEnded || responseBytesReceived - responseBytesTaken >= bound {
+            sweptProgress = progress
+            movedAt = now
+            return false
+        }
+        return now - movedAt >= timeout
     }
 
     func received(count: Int) {

@@ -33,18 +33,22 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     /// (`--upstream-idle-timeout`); write inactivity keeps the connect timeout as its bound.
     private let idleTimeout: Double
     private let writeTimeout: Double
+    /// A stream whose answer has not started, or has not moved, for this long is reset (docs/CONTRACT.md
+    /// §7); swept at each tick.
+    private let answerTimeout: Double
     /// PING while idle, a dead path, the idle close (`H2Keepalive`), driven by `tickTimer`
     /// from the time the connection is ready: nothing per call.
     private var keepalive: H2Keepalive?
     private var tickTimer: ScheduledWork?
 
     init(bev: OpaquePointer, pool: HTTP2UpstreamPool, origin: Origin, isTLS: Bool, idleTimeout: Double, writeTimeout: Double,
-         loop: EventLoop, id: Int) {
+         answerTimeout: Double, loop: EventLoop, id: Int) {
         self.pool = pool
         self.origin = origin
         self.isTLS = isTLS
         self.idleTimeout = idleTimeout
         self.writeTimeout = writeTimeout
+        self.answerTimeout = answerTimeout
         self.loop = loop
         self.id = id
         transport = Transport(bev: bev, delegate: self, directWrites: !isTLS)
@@ -53,6 +57,9 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
 
     /// Streams open or waiting: what the pool balances on.
     var load: Int { streams.count + pending.count }
+
+    /// Connecting or ready: not going away, so the pool may count on it for later calls.
+    var takesStreams: Bool { state == .connecting || state == .ready }
 
     /// Room for one more stream within the peer's SETTINGS_MAX_CONCURRENT_STREAMS.
     var hasRoom: Bool {
@@ -159,11 +166,13 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
             return
         }
         if e & BEV_EVENT_TIMEOUT != 0 && state == .ready {
-            if streams.isEmpty && pending.isEmpty {
-                pool.discard(self, reason: "idle")
-            } else {
-                transport.enableReading() // the calls' own deadlines bound a slow answer
-            }
+            // Nothing read for the idle bound. With streams open, the calls' own deadlines bound
+            // a slow answer; without, the pool closes it or keeps it until its replacement is up.
+            if !streams.isEmpty || !pending.isEmpty || !pool.idleBoundReached(self) { transport.enableReading() }
+            return
+        }
+        if state == .ready, let keepalive {
+            pool.lost(self, age: keepalive.age(now: pool.now), reason: transport.describe(events: e))
             return
         }
         pool.discard(self, reason: transport.describe(events: e))
@@ -175,7 +184,7 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         // One readv per readiness instead of FIONREAD and read (plain sockets only).
         if !isTLS { transport.readDirectly() }
         if isTLS, Dialer.negotiatedALPN(bev) != "h2" {
-            pool.discard(self, reason: "\(origin) did not agree to HTTP/2 (ALPN)")
+            pool.alpnDeclined(self)
             return
         }
         // The connect timeout bounded connecting; from now on the idle bound takes over.
@@ -201,16 +210,23 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         for exchange in waiting { start(exchange) }
         flush()
         pool.loadChanged(self)
+        pool.connectionReady(self)
     }
 
     // MARK: Keepalive
 
+    /// One timer per connection: the keepalive's ticks, often enough too for the answer
+    /// deadline's sweep to be late by a tenth of it at most.
     private func scheduleTick() {
         guard let period = keepalive?.tickPeriod else { return }
-        tickTimer = loop.schedule(after: period) { [weak self] in self?.tick() }
+        tickTimer = loop.schedule(after: min(period, answerTimeout / 10)) { [weak self] in self?.tick() }
     }
 
     private func tick() {
+        guard state == .ready || state == .goingAway else { return }
+        if !streams.isEmpty { resetStalledStreams(now: pool.now) }
+        // Going away (GOAWAY, or replaced): only its streams' answers are left to watch.
+        if state == .goingAway { scheduleTick() }
         guard state == .ready, let session else { return }
         switch keepalive?.tick(now: pool.now, idle: streams.isEmpty && pending.isEmpty) {
         case .sendPing?:
@@ -221,12 +237,30 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
             pool.pathDead(self)
             return
         case .closeIdle?:
-            pool.discard(self, reason: "idle")
-            return
+            if pool.idleBoundReached(self) { return }
         case nil:
             break
         }
         scheduleTick()
+    }
+
+    /// Resets the streams whose answer has not started or moved within `answerTimeout`; their
+    /// calls fail as an HTTP/1.1 upstream's do when it does not answer in time (502 / 14).
+    private func resetStalledStreams(now: Double) {
+        var stalled: [H2UpstreamStream] = []
+        for exchange in streams.values
+        where exchange.answerStalled(now: now, timeout: answerTimeout, bound: Self.responseBufferBound) {
+            stalled.append(exchange)
+        }
+        guard !stalled.isEmpty else { return }
+        let failure = ProxyFailure.upstreamUnavailable("\(origin) did not answer within \(Int(answerTimeout)) s")
+        for exchange in stalled {
+            streams.removeValue(forKey: exchange.streamID)
+            session?.resetStream(exchange.streamID, errorCode: UInt32(NGHTTP2_CANCEL.rawValue))
+            exchange.end(.failed(failure))
+        }
+        flush()
+        pool.loadChanged(self)
     }
 
     // MARK: Flushing
@@ -248,6 +282,7 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
 
     func h2HeadersEnded(stream: Int32, fields: H2HeaderList, endStream: Bool) {
         guard let exchange = streams[stream], let delegate = exchange.delegate else { return }
+        exchange.headerBlockReceived()
         if endStream { exchange.answerDidEnd() }
         delegate.upstreamHeaderBlock(fields, endStream: endStream)
     }
@@ -295,7 +330,6 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         // Streams above lastStreamID come back as REFUSED_STREAM and are sent again; new calls
         // go to another connection.
         state = .goingAway
-        tickTimer?.cancel()
         if let action = keepalive?.goAway(errorCode: errorCode, now: pool.now) {
             pool.goAwayReceived(from: self, errorCode: errorCode, action)
         }
@@ -308,9 +342,17 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
 
     // MARK: Closing (by the pool only)
 
-    /// Ends every exchange still on this connection (their calls send them again or fail)
-    /// and frees it.
-    func closeAndFail(reason: String) {
+    /// Replaced after its idle bound (`HTTP2UpstreamPool.connectionReady`): it takes no new
+    /// stream, and closes once the streams it carries are done.
+    func retire() {
+        guard state == .ready else { return }
+        state = .goingAway
+        if streams.isEmpty && pending.isEmpty { pool.discard(self, reason: "idle, replaced") }
+    }
+
+    /// Ends every exchange still on this connection (their calls send them again or fail),
+    /// each with `end` (by default the connection is lost), and frees it.
+    func closeAndFail(reason: String, end: UpstreamEnd? = nil) {
         guard state != .closed else { return }
         state = .closed
         let open = streams.values + pending
@@ -322,7 +364,7 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         session = nil
         transport.close()
         guard !open.isEmpty else { return }
-        let failure = ProxyFailure.upstreamUnavailable("connection to \(origin) broke: \(reason)")
-        for exchange in open { exchange.end(.connectionLost(failure)) }
+        let ending = end ?? .connectionLost(.upstreamUnavailable("connection to \(origin) broke: \(reason)"))
+        for exchange in open { exchange.end(ending) }
     }
 }

@@ -8,8 +8,8 @@ final class ProxyCore {
     let upstream: HTTP1UpstreamPool
     /// Multiplexed HTTP/2 connections for gRPC and REST-over-HTTP/2 calls.
     let upstreamH2: HTTP2UpstreamPool
-    /// REST calls from HTTP/1.1 clients go over `upstreamH2` (`--upstream-protocol h2`).
-    let restOverHTTP2: Bool
+    /// REST calls from HTTP/1.1 clients go over `upstreamH2` now (`RESTUpstreamRoute`).
+    var restOverHTTP2: Bool { upstreamH2.carriesREST }
     let upstreamOrigin: Origin
     let limits: ServerLimits
     /// Request bytes held by every connection of the loop together (`limits.maxBufferedBytes`).
@@ -22,7 +22,7 @@ final class ProxyCore {
     /// The per-call access log; nil unless `--access-log`.
     let accessLogger: Logger?
 
-    init(loop: EventLoop, cache: TokenCache, upstream: HTTP1UpstreamPool, upstreamH2: HTTP2UpstreamPool, restOverHTTP2: Bool = false, limits: ServerLimits,
+    init(loop: EventLoop, cache: TokenCache, upstream: HTTP1UpstreamPool, upstreamH2: HTTP2UpstreamPool, limits: ServerLimits,
          clock: TokenClock, logger: Logger, metrics: ProxyMetrics = ProxyMetrics(), accessLogger: Logger? = nil) {
         self.metrics = metrics
         self.accessLogger = accessLogger
@@ -30,7 +30,6 @@ final class ProxyCore {
         self.cache = cache
         self.upstream = upstream
         self.upstreamH2 = upstreamH2
-        self.restOverHTTP2 = restOverHTTP2
         self.upstreamOrigin = upstream.origin
         self.limits = limits
         self.bufferBudget = BufferBudget(limit: limits.maxBufferedBytes)

@@ -47,9 +47,12 @@ package final class Sidecar {
         let upstream = HTTP1UpstreamPool(loop: loop, origin: Origin(configuration.upstream), tls: tls.upstream,
                                       maxConnections: 256, limits: upstreamLimits, metrics: metrics, logger: logger)
         let upstreamH2 = HTTP2UpstreamPool(loop: loop, origin: Origin(configuration.upstream), tls: tls.upstreamH2,
-                                           idleTimeout: configuration.upstreamIdleTimeout, metrics: metrics, logger: logger)
-        core = ProxyCore(loop: loop, cache: cache, upstream: upstream, upstreamH2: upstreamH2,
-                         restOverHTTP2: configuration.upstreamProtocol.restOverHTTP2, limits: configuration.limits,
+                                           idleTimeout: configuration.upstreamIdleTimeout,
+                                           answerTimeout: upstreamLimits.responseTimeout, metrics: metrics,
+                                           upstreamProtocol: configuration.upstreamProtocol, logger: logger)
+        // REST moving to HTTP/1.1 makes that pool one that carries calls: it is kept warm too.
+        upstreamH2.restFellBackToHTTP1 = { [unowned upstream] in upstream.warmUp() }
+        core = ProxyCore(loop: loop, cache: cache, upstream: upstream, upstreamH2: upstreamH2, limits: configuration.limits,
                          clock: clock, logger: logger,
                          metrics: metrics, accessLogger: configuration.accessLog ? LogSetup.makeAccessLogger() : nil)
         server = ProxyServer(core: core)
@@ -68,9 +71,10 @@ package final class Sidecar {
         signingWorkers?.stop()
     }
 
-    /// The client TLS contexts: upstream (HTTP/1.1, and HTTP/2, which must agree on "h2" by
-    /// ALPN; an http:// upstream speaks h2c with prior knowledge) and provider, each counting
-    /// its handshakes.
+    /// The client TLS contexts: upstream (HTTP/1.1, offering only "http/1.1" by ALPN, and
+    /// HTTP/2, which must agree on "h2", offering "http/1.1" too when the answer decides REST's
+    /// route: `RESTUpstreamRoute`; an http:// upstream speaks h2c with prior knowledge) and
+    /// provider, each counting its handshakes.
     private struct TLSContexts {
         var upstream: TLSContext?
         var upstreamH2: TLSContext?
@@ -87,12 +91,15 @@ package final class Sidecar {
         let providerTrust = configuration.providerURL?.scheme == .https
             ? try TrustStore.file(configuration.providerCAFile, or: systemTrust) : nil
         if upstreamTrust === systemTrust || providerTrust === systemTrust { try systemTrust.load() }
+        let route = RESTUpstreamRoute(configuration.upstreamProtocol, tls: upstreamTrust != nil)
         return TLSContexts(
             upstream: upstreamTrust.map {
-                TLSContext.client(trust: $0) { metrics.tlsHandshakeFinished(peer: .upstream, resumed: $0) }
+                TLSContext.client(trust: $0, alpn: RESTUpstreamRoute.http1PoolALPN) {
+                    metrics.tlsHandshakeFinished(peer: .upstream, resumed: $0)
+                }
             },
             upstreamH2: upstreamTrust.map {
-                TLSContext.client(trust: $0, alpn: ["h2"]) { metrics.tlsHandshakeFinished(peer: .upstream, resumed: $0) }
+                TLSContext.client(trust: $0, alpn: route.http2PoolALPN) { metrics.tlsHandshakeFinished(peer: .upstream, resumed: $0) }
             },
             provider: providerTrust.map {
                 TLSContext.client(trust: $0) { metrics.tlsHandshakeFinished(peer: .provider, resumed: $0) }
@@ -189,12 +196,12 @@ package final class Sidecar {
 
     /// Once the loop runs (after READY is sent, which never waits for it): one connection to the
     /// upstream for each pool that will carry calls, so the first calls find them open. The
-    /// HTTP/1.1 pool only while REST goes over HTTP/1.1; an HTTP/2 connection for `https://`, or
-    /// when REST is pinned to HTTP/2. An `http://` upstream otherwise may speak HTTP/1.1 only,
-    /// and would see an unasked h2c preface as a bad request: its HTTP/2 connection waits for a
-    /// call.
+    /// HTTP/1.1 pool only while REST goes over HTTP/1.1 (with `auto` on `https://` REST starts
+    /// on HTTP/2: `RESTUpstreamRoute`); an HTTP/2 connection for `https://`, or when REST is
+    /// pinned to HTTP/2. An `http://` upstream otherwise may speak HTTP/1.1 only, and would see
+    /// an unasked h2c preface as a bad request: its HTTP/2 connection waits for a call.
     private func warmUpstreamSoon() {
-        let restOverHTTP2 = configuration.upstreamProtocol.restOverHTTP2
+        let restOverHTTP2 = core.restOverHTTP2
         let http2 = configuration.upstream.scheme == .https || restOverHTTP2
         _ = loop.schedule(after: 0) { [core] in
             if http2 { core.upstreamH2.warmUp() }

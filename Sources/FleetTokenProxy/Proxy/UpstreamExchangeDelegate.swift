@@ -47,6 +47,10 @@ enum UpstreamEnd {
     /// The connection went before the exchange ended: safe to send again if no request body
     /// byte left.
     case connectionLost(ProxyFailure)
+    /// The connection came up without HTTP/2 (ALPN) and REST goes over HTTP/1.1 from now on
+    /// (`RESTUpstreamRoute`): nothing of the exchange was sent. A REST call goes again by
+    /// HTTP/1.1; any other fails as on `connectionLost`.
+    case declined(ProxyFailure)
     /// The exchange failed (reset, or never opened); not sent again.
     case failed(ProxyFailure)
 }
