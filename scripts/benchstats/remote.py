@@ -264,7 +264,7 @@ class RemoteReport:
     def verdicts(self) -> list[targets.Verdict]:
         quantities = self.quantities()
         return [targets.evaluate(line, quantities, {}) for line in targets.load()
-                if targets.applies(line, rest_h2=False, h2=True, remote=True)]
+                if targets.applies(line, rest_h2=False, h2=True, mode="remote")]
 
     def _rest(self, proxy: str, show) -> str:
         median = self.rest[proxy].median

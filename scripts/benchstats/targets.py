@@ -77,12 +77,16 @@ def evaluate(line: Mapping, quantities: Mapping[str, Number | None], names: Mapp
     return Verdict(label, now, target, compare(value, comparison, limit))
 
 
-def applies(line: Mapping, rest_h2: bool, h2: bool, remote: bool = False) -> bool:
-    """Whether a line belongs to the table: the remote mode's lines (`when: remote`) to its
-    table only, the others to the loopback table as SKIP_H2 and REST_H2 leave it."""
+# The modes of scripts/bench with a table of their own, each with its own lines.
+MODES = ("remote", "signing")
+
+
+def applies(line: Mapping, rest_h2: bool, h2: bool, mode: str = "run") -> bool:
+    """Whether a line belongs to the table: a mode's lines (`when: remote`, `when: signing`) to
+    that mode's table only, the others to the loopback table as SKIP_H2 and REST_H2 leave it."""
     when = line.get("when")
-    if remote or when == "remote":
-        return remote and when == "remote"
+    if mode in MODES or when in MODES:
+        return when == mode
     return when is None or (when == "h2" and h2) or (when == "rest_h2" and rest_h2)
 
 
