@@ -138,14 +138,8 @@ class SigningReport:
             "",
             self._walk_line(),
             "",
-            _TARGET.format("issue 18 target", "now", "target", "met"),
         ]
-        out.extend(_TARGET.format(v.label, v.now, v.target, v.met) for v in self.verdicts())
-        out.append("")
-        problems = self.failures()
-        out.extend(f"status: {problem}" for problem in problems)
-        if problems:
-            out.append("")
+        out.extend(targets.closing_lines("issue 18 target", self.verdicts(), self.failures(), _TARGET))
         return out
 
     @staticmethod

@@ -92,3 +92,15 @@ def applies(line: Mapping, rest_h2: bool, h2: bool, mode: str = "run") -> bool:
 
 def issues(lines: list[Mapping]) -> list[int]:
     return sorted({line["issue"] for line in lines if "issue" in line})
+
+
+def closing_lines(heading: str, verdicts: list[Verdict], problems: list[str], layout: str) -> list[str]:
+    """The end of a mode's table: HEADING over its target lines (LAYOUT places label, now,
+    target and met), then a `status:` line for each problem."""
+    out = [layout.format(heading, "now", "target", "met")]
+    out.extend(layout.format(v.label, v.now, v.target, v.met) for v in verdicts)
+    out.append("")
+    out.extend(f"status: {problem}" for problem in problems)
+    if problems:
+        out.append("")
+    return out
