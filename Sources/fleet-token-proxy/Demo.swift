@@ -55,7 +55,7 @@ struct StandIn: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stand-in",
         abstract: "Run a loopback stand-in (for benchmarks and trials).",
-        subcommands: [Provider.self, FleetEngine.self])
+        subcommands: [Provider.self, FleetEngine.self, ServiceAccount.self])
 
     /// Serves `handler` on `address` until SIGTERM or SIGINT; exit status 0.
     static func serve(_ handler: @escaping HTTPHandler, named name: String, on address: ListenAddress, loop: EventLoop) throws -> Int32 {

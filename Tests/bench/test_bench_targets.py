@@ -71,7 +71,7 @@ def test_every_target_names_its_issue_and_threshold():
         if "comparison" in entry:
             assert entry["comparison"] in (">=", "<=")
             assert "issue" in entry and entry["threshold"] is not None
-    assert targets.issues(targets.load()) == [10, 17]
+    assert targets.issues(targets.load()) == [10, 17, 18]
 
 
 def test_when():
@@ -84,6 +84,6 @@ def test_when():
 def test_the_remote_lines_belong_to_the_remote_table_only():
     remote = line("REST c=64 req/s, sidecar/best of nginx and HAProxy")
     grpc = line("gRPC req/s, grpc sidecar/grpc haproxy")
-    assert targets.applies(remote, rest_h2=True, h2=True, remote=True)
+    assert targets.applies(remote, rest_h2=True, h2=True, mode="remote")
     assert not targets.applies(remote, rest_h2=True, h2=True)
-    assert not targets.applies(grpc, rest_h2=False, h2=True, remote=True)
+    assert not targets.applies(grpc, rest_h2=False, h2=True, mode="remote")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from .latency import microseconds
 from .order_statistics import nearest_rank
@@ -76,15 +76,28 @@ class RequestLog:
         return round((self.first_start_us + elapsed_s * 1_000_000 - self.last_answer_us) / 1_000_000, 1)
 
 
-def read_request_log(lines: Iterable[str]) -> RequestLog:
-    first = None
-    last = None
-    times = []
+@dataclass(frozen=True)
+class LoggedRequest:
+    start_us: int  # since the epoch
+    status: int  # -1 for a stream that failed
+    duration_us: int
+
+
+def logged_requests(lines: Iterable[str]) -> Iterator[LoggedRequest]:
+    """The lines of h2load's --log-file, in their order; a line that is not one is skipped."""
     for line in lines:
         fields = line.rstrip("\n").split("\t")
         if len(fields) < 3:
             continue
-        start, status, duration = int(fields[0]), int(fields[1]), int(fields[2])
+        yield LoggedRequest(int(fields[0]), int(fields[1]), int(fields[2]))
+
+
+def read_request_log(lines: Iterable[str]) -> RequestLog:
+    first = None
+    last = None
+    times = []
+    for request in logged_requests(lines):
+        start, status, duration = request.start_us, request.status, request.duration_us
         first = start if first is None else min(first, start)
         if status != -1:
             times.append(duration)

@@ -252,19 +252,13 @@ class RemoteReport:
         out.append(_line("CPU s per 1,000 REST", [_cell(self.cpu_s_per_1000(self.rest[p]), 3) for p in PROXIES]))
         out.append(_line("relay CPU %, REST phase", [_cell(self.relay_busy_percent(p)) for p in PROXIES]))
         out.append("")
-        out.append(_TARGET.format("issue 17 target", "now", "target", "met"))
-        out.extend(_TARGET.format(v.label, v.now, v.target, v.met) for v in self.verdicts())
-        out.append("")
-        problems = self.problems()
-        out.extend(f"status: {problem}" for problem in problems)
-        if problems:
-            out.append("")
+        out.extend(targets.closing_lines("issue 17 target", self.verdicts(), self.problems(), _TARGET))
         return out
 
     def verdicts(self) -> list[targets.Verdict]:
         quantities = self.quantities()
         return [targets.evaluate(line, quantities, {}) for line in targets.load()
-                if targets.applies(line, rest_h2=False, h2=True, remote=True)]
+                if targets.applies(line, rest_h2=False, h2=True, mode="remote")]
 
     def _rest(self, proxy: str, show) -> str:
         median = self.rest[proxy].median

@@ -77,14 +77,30 @@ def evaluate(line: Mapping, quantities: Mapping[str, Number | None], names: Mapp
     return Verdict(label, now, target, compare(value, comparison, limit))
 
 
-def applies(line: Mapping, rest_h2: bool, h2: bool, remote: bool = False) -> bool:
-    """Whether a line belongs to the table: the remote mode's lines (`when: remote`) to its
-    table only, the others to the loopback table as SKIP_H2 and REST_H2 leave it."""
+# The modes of scripts/bench with a table of their own, each with its own lines.
+MODES = ("remote", "signing")
+
+
+def applies(line: Mapping, rest_h2: bool, h2: bool, mode: str = "run") -> bool:
+    """Whether a line belongs to the table: a mode's lines (`when: remote`, `when: signing`) to
+    that mode's table only, the others to the loopback table as SKIP_H2 and REST_H2 leave it."""
     when = line.get("when")
-    if remote or when == "remote":
-        return remote and when == "remote"
+    if mode in MODES or when in MODES:
+        return when == mode
     return when is None or (when == "h2" and h2) or (when == "rest_h2" and rest_h2)
 
 
 def issues(lines: list[Mapping]) -> list[int]:
     return sorted({line["issue"] for line in lines if "issue" in line})
+
+
+def closing_lines(heading: str, verdicts: list[Verdict], problems: list[str], layout: str) -> list[str]:
+    """The end of a mode's table: HEADING over its target lines (LAYOUT places label, now,
+    target and met), then a `status:` line for each problem."""
+    out = [layout.format(heading, "now", "target", "met")]
+    out.extend(layout.format(v.label, v.now, v.target, v.met) for v in verdicts)
+    out.append("")
+    out.extend(f"status: {problem}" for problem in problems)
+    if problems:
+        out.append("")
+    return out

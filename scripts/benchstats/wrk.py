@@ -55,9 +55,11 @@ class Walk:
     answers: int
     duration_us: int
     failed: int
+    started_us: int | None = None  # the first request, us since the epoch (older walks lack it)
 
 
-_WALK = re.compile(r"^walk: requests=([0-9]+) duration_us=([0-9]+) failed=([0-9]+)$", re.MULTILINE)
+_WALK = re.compile(r"^walk: requests=([0-9]+) duration_us=([0-9]+) failed=([0-9]+)(?: started_us=([0-9]+))?$",
+                   re.MULTILINE)
 
 
 def parse_walk(text: str) -> Walk | None:
@@ -65,4 +67,6 @@ def parse_walk(text: str) -> Walk | None:
     match = _WALK.search(text)
     if match is None:
         return None
-    return Walk(answers=int(match.group(1)), duration_us=int(match.group(2)), failed=int(match.group(3)))
+    started = match.group(4)
+    return Walk(answers=int(match.group(1)), duration_us=int(match.group(2)), failed=int(match.group(3)),
+                started_us=None if started is None else int(started))
