@@ -120,16 +120,20 @@ def test_a_round_trip_through_the_relay_takes_twice_the_delay(relay_port):
         start = time.monotonic()
         connection.sendall(b"x")
         assert receive(connection, 1) == b"x"
-        # The first exchange pays the handshake's round trip too (and, late, the relay's first
-        # connect and the echo server's new thread: more room above).
+        # The first exchange pays the handshake's round trip too. Only its floor is checked: how
+        # late the relay's first connect and the echo server's new thread run is the machine's.
         first_ms = (time.monotonic() - start) * 1000
-        assert 4 * DELAY_MS - 1 <= first_ms <= 4 * DELAY_MS + 3 * LATE_MS
+        assert first_ms >= 4 * DELAY_MS - 1
+        rtts = []
         for _ in range(3):
             start = time.monotonic()
             connection.sendall(b"y")
             assert receive(connection, 1) == b"y"
-            rtt_ms = (time.monotonic() - start) * 1000
-            assert 2 * DELAY_MS - 1 <= rtt_ms <= 2 * DELAY_MS + LATE_MS
+            rtts.append((time.monotonic() - start) * 1000)
+        # Never early; and the quickest of three is not late by more than a busy machine's turn
+        # (one late turn is noise; a relay that delayed twice would make every one 4 x DELAY).
+        assert min(rtts) >= 2 * DELAY_MS - 1
+        assert min(rtts) <= 2 * DELAY_MS + LATE_MS, rtts
 
 
 def test_bulk_bytes_arrive_intact_and_in_order(relay_port):
