@@ -241,12 +241,15 @@ final class Transport {
     private static func sslWrite(_ ssl: OpaquePointer, _ bytes: UnsafeRawBufferPointer) -> Int {
         var offset = 0
         while offset < bytes.count {
-            ERR_clear_error()
             let n = SSL_write(ssl, bytes.baseAddress! + offset, Int32(clamping: bytes.count - offset))
-            guard n > 0 else { break }
+            guard n > 0 else {
+                // Nothing reads the queue here (no SSL_get_error); the retry meets the error
+                // again, and bufferevent_openssl clears the queue before its own SSL_write.
+                ERR_clear_error()
+                break
+            }
             offset += Int(n)
         }
-        ERR_clear_error()
         return offset
     }
 
