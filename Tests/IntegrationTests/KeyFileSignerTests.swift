@@ -205,9 +205,8 @@ final class KeyFileSignerTests: XCTestCase {
                           saying: "no token source for delivery_vehicle, task, tracking, fleet")
     }
 
-    func testIAMAndADCAreRefusedAsNotAvailableInThisBuild() throws {
+    func testIAMIsRefusedAsNotAvailableInThisBuild() throws {
         try assertRefused(["--signer", "iam:robot@p.iam.gserviceaccount.com"], saying: "iam:EMAIL is not available in this build")
-        try assertRefused(["--signer", "fleet=adc"], saying: "adc is not available in this build")
     }
 
     func testOverlappingSignersAndBadKeysAreRefused() throws {

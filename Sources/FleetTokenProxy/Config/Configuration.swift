@@ -39,6 +39,12 @@ package struct Configuration: Sendable {
     package var signers: [SignerFlag] = []
     /// `exp − iat` of a token a signer mints (`--signed-token-lifetime`).
     package var signedTokenLifetime: Double = 3600
+    /// Where ADC exchanges a key or a refresh token for an access token
+    /// (`--oauth-token-endpoint`); a service-account key file's own `token_uri` wins.
+    package var oauthTokenEndpoint = try! GoogleEndpoint.parse(GoogleEndpoint.oauthTokenDefault, what: "--oauth-token-endpoint")
+    /// The environment Application Default Credentials are looked for in
+    /// (`GOOGLE_APPLICATION_CREDENTIALS`, `HOME`, `CLOUDSDK_CONFIG`, `GCE_METADATA_HOST`).
+    package var credentialEnvironment: [String: String] = [:]
 
     package init(upstream: UpstreamURL, providerURL: ProviderURLTemplate?) {
         self.upstream = upstream

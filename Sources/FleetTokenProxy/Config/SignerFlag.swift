@@ -5,6 +5,11 @@ package struct SignerFlag: Sendable, Equatable {
     package enum Source: Sendable, Equatable {
         /// Sign locally with the service-account key in this file.
         case keyFile(path: String)
+        /// Attach the Application Default Credentials' access token itself.
+        case adc
+
+        /// Whether the source needs Application Default Credentials.
+        package var usesADC: Bool { self == .adc }
     }
 
     /// nil: every type no other `--signer` names.
@@ -45,11 +50,11 @@ package struct SignerFlag: Sendable, Equatable {
             guard !path.isEmpty else { throw ConfigError("--signer key-file: needs the key file's path (key-file:PATH)") }
             return .keyFile(path: String(path))
         }
-        if text.hasPrefix("iam:") || text == "adc" {
-            let name = text == "adc" ? "adc" : "iam:EMAIL"
-            throw ConfigError("--signer \(name) is not available in this build; only key-file:PATH is")
+        if text == "adc" { return .adc }
+        if text.hasPrefix("iam:") {
+            throw ConfigError("--signer iam:EMAIL is not available in this build; key-file:PATH and adc are")
         }
         let types = EntityType.allCases.map(\.rawValue).joined(separator: ",")
-        throw ConfigError("--signer must be [TYPES=]key-file:PATH (TYPES from \(types)), not \(ConfigError.quoted(text))")
+        throw ConfigError("--signer must be [TYPES=]key-file:PATH or [TYPES=]adc (TYPES from \(types)), not \(ConfigError.quoted(text))")
     }
 }

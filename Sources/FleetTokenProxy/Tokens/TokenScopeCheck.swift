@@ -20,6 +20,7 @@ enum TokenScopeCheck {
 
     /// Nil when `token` may be used for `key` at wall-clock `wallNow`; otherwise why not.
     package static func problem(with token: FetchedToken, for key: EntityKey, wallNow: Double) -> ProxyFailure? {
+        guard !token.isOpaqueAccessToken else { return nil }
         // The claims `ProviderAnswer` read, when the token came from there; otherwise decoded.
         guard let claims = token.claims ?? JWTClaims.decode(token.token) else { return nil }
 
