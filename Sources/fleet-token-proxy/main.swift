@@ -43,6 +43,7 @@ func main() -> Int32 {
         if let demo = command as? Demo { return demo.execute() }
         if let provider = command as? StandIn.Provider { return try provider.execute() }
         if let engine = command as? StandIn.FleetEngine { return try engine.execute() }
+        if let google = command as? StandIn.Google { return try google.execute() }
         try command.run()
         return 0
     } catch let error as ConfigError {
