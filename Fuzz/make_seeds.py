@@ -183,6 +183,31 @@ for k in KEYS:
     write("service-account-key", json.dumps(k, indent=2))
 write("service-account-key", json.dumps(KEY).replace("\\n", "\\u000a"))
 
+# Access-token answers (--signer adc): the OAuth token endpoint's and the metadata server's
+# (one shape, RFC 6749 §5.1), refusals (§5.2, and Google APIs' nested error), broken ones.
+ACCESS = {"access_token": "ya29.c.b0AXv0zTP-made-up", "expires_in": 3599, "token_type": "Bearer"}
+ACCESS_ANSWERS = [
+    ACCESS, dict(ACCESS, scope="https://www.googleapis.com/auth/cloud-platform"), dict(ACCESS, expires_in=0),
+    dict(ACCESS, expires_in="3599"), dict(ACCESS, token_type="MAC"), dict(ACCESS, access_token="ya29 with space"),
+    {"error": "invalid_grant", "error_description": "Invalid JWT Signature."},
+    {"error": {"code": 403, "message": "Permission 'iam.serviceAccounts.getAccessToken' denied", "status": "PERMISSION_DENIED"}},
+    {"error": "bad\r\n", "error_description": "x" * 300},
+]
+for a in ACCESS_ANSWERS:
+    write("access-token-answer", json.dumps(a))
+write("access-token-answer", "Missing Metadata-Flavor:Google header.")
+
+# ADC files: a service-account key and a user's gcloud login, and types the sidecar refuses.
+USER = {"type": "authorized_user", "client_id": "764086051850-made-up.apps.googleusercontent.com",
+        "client_secret": "d-FL95Q19q7MQmFpd7hHD0Ty", "refresh_token": "1//0made-up-refresh", "quota_project_id": P}
+ADC_FILES = [
+    KEY, USER, {k: v for k, v in USER.items() if k != "quota_project_id"}, dict(USER, token_uri="https://oauth2.googleapis.com/token"),
+    dict(USER, client_secret=""), dict(USER, refresh_token=7), {"type": "external_account", "audience": "//iam"},
+    {"type": "impersonated_service_account"}, dict(USER, quota_project_id="a b"),
+]
+for f in ADC_FILES:
+    write("adc-file", json.dumps(f, indent=2))
+
 
 # HTTP/2 answer heads as field lists (per field: name length, value length, name, value), for
 # the translation to an HTTP/1.1 head.

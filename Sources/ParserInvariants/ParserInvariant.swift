@@ -60,6 +60,8 @@ public enum ParserInvariants {
         ProviderAnswerInvariant.self,
         HeaderFileInvariant.self,
         ServiceAccountKeyInvariant.self,
+        AccessTokenAnswerInvariant.self,
+        ADCFileInvariant.self,
     ]
 }
 
