@@ -209,6 +209,30 @@ for f in ADC_FILES:
     write("adc-file", json.dumps(f, indent=2))
 
 
+# IAM signJwt answers (--signer iam:EMAIL): IAM writes the header (RS256, kid = keyId).
+def b64url(data):
+    return base64.urlsafe_b64encode(data.encode()).decode().rstrip("=")
+
+
+def signed_jwt(kid="3f1e9a", alg="RS256", claims=None):
+    claims = claims or {"iss": f"fleet-signer@{P}.iam.gserviceaccount.com", "sub": f"fleet-signer@{P}.iam.gserviceaccount.com",
+                        "aud": "https://fleetengine.googleapis.com/", "iat": 1767225540, "exp": 1767229140,
+                        "authorization": {"vehicleid": "vehicle-1"}}
+    header = b64url(json.dumps({"alg": alg, "kid": kid, "typ": "JWT"}))
+    return header + "." + b64url(json.dumps(claims)) + ".c2lnbmF0dXJl"
+
+
+SIGN_JWT_ANSWERS = [
+    {"keyId": "3f1e9a", "signedJwt": signed_jwt()}, {"keyId": "other", "signedJwt": signed_jwt()},
+    {"keyId": "3f1e9a", "signedJwt": signed_jwt(alg="none")}, {"keyId": "3f1e9a", "signedJwt": "not-a-jwt"},
+    {"keyId": "3f1e9a", "signedJwt": signed_jwt(claims={"iss": "a"})}, {"keyId": "3f1e9a"}, {"signedJwt": signed_jwt()},
+    {"keyId": "3f1e9a", "signedJwt": signed_jwt(claims={"exp": "soon", "taskids": ["*"]})},
+    {"error": {"code": 403, "message": "Permission 'iam.serviceAccounts.signJwt' denied", "status": "PERMISSION_DENIED"}},
+]
+for a in SIGN_JWT_ANSWERS:
+    write("sign-jwt-answer", json.dumps(a))
+
+
 # HTTP/2 answer heads as field lists (per field: name length, value length, name, value), for
 # the translation to an HTTP/1.1 head.
 def h2_fields(*fields):

@@ -2,7 +2,8 @@ import FleetTokenProxy
 
 /// Google's credential endpoints on one loopback port (docs/CONTRACT.md §4a), so they share
 /// which access tokens are valid: the OAuth token endpoint (`POST /token`, JWT-bearer and
-/// refresh-token grants), the metadata server's token path, and IAM's `signJwt`. Each checks
+/// refresh-token grants), the metadata server's token path, and IAM's `signJwt`
+/// (`POST /v1/projects/-/serviceAccounts/EMAIL:signJwt`). Each checks
 /// what Google's checks: the assertion's RS256 signature, `aud`, `exp` and scope; the client
 /// secret and refresh token; the `Metadata-Flavor` header; the bearer token. `failure` makes
 /// them refuse or fail, for the error rows.
@@ -30,6 +31,9 @@ package final class StandInGoogle {
     package var tokenURI = ""
     package var tokenLifetime: Double = 3600
     package var failure: Failure?
+    /// How the next `signJwt` calls go wrong (`refuse` answers in Google APIs' error shape).
+    package var signJwtFailure: Failure?
+    package private(set) var signJwtRequests = 0
 
     package private(set) var tokenRequests = 0
     package private(set) var metadataRequests = 0
@@ -69,6 +73,10 @@ package final class StandInGoogle {
                 return respond(HTTPResponse(status: 403, headers: ["Content-Type": "text/html"], body: Array("Missing Metadata-Flavor:Google header.".utf8)))
             }
             answerToken(respond)
+        case ("POST", let path) where path.hasPrefix(Self.signJwtPrefix) && path.hasSuffix(":signJwt"):
+            signJwtRequests += 1
+            let email = String(path.dropFirst(Self.signJwtPrefix.count).dropLast(":signJwt".count))
+            respond(signJwt(as: email, request))
         default:
             respond(Self.oauthError(404, "not_found", "the stand-in Google has no \(request.method) \(request.path)"))
         }
@@ -119,6 +127,51 @@ package final class StandInGoogle {
             return Self.oauthError(400, "invalid_scope", "cloud-platform scope missing")
         }
         return nil
+    }
+
+    static let signJwtPrefix = "/v1/projects/-/serviceAccounts/"
+
+    /// IAM `signJwt`: the bearer token must be one this stand-in handed out, the account its
+    /// own; the payload a JSON object whose `exp` is at most 12 hours ahead, as IAM requires.
+    /// IAM writes the header itself, with `kid` = the key it signs with.
+    private func signJwt(as email: String, _ request: HTTPRequest) -> HTTPResponse {
+        let bearer = request.headers["Authorization"].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+        guard let bearer, validTokens.contains(bearer) else {
+            return Self.apiError(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
+        }
+        if let quota = request.headers["x-goog-user-project"] { quotaProjects.append(quota) }
+        switch signJwtFailure {
+        case .refuse(let status, _, let description)?:
+            return Self.apiError(status, status == 403 ? "PERMISSION_DENIED" : "INVALID_ARGUMENT", description)
+        case .status(let status)?:
+            return Self.apiError(status, "UNAVAILABLE", "The service is currently unavailable.")
+        case .garbage?:
+            return .json(200, #"{"keyId": "k"}"#)
+        case .delay, nil:
+            break
+        }
+        guard email == account.email else {
+            return Self.apiError(403, "PERMISSION_DENIED", "Permission 'iam.serviceAccounts.signJwt' denied on resource (or it may not exist).")
+        }
+        guard case .object(let body)? = JSONish.parse(request.body), let payload = body["payload"]?.stringValue,
+              case .object(let claims)? = JSONish.parse(Array(payload.utf8))
+        else { return Self.apiError(400, "INVALID_ARGUMENT", "Invalid JSON payload received.") }
+        guard let exp = claims["exp"]?.numberValue, exp <= wallClock() + 12 * 3600 else {
+            return Self.apiError(400, "INVALID_ARGUMENT", "JWT validation failed: exp is missing or too far in the future")
+        }
+        let header = JSONish.object(["alg": .string("RS256"), "kid": .string(account.keyPair.keyID), "typ": .string("JWT")]).jsonText
+        let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(payload.utf8))
+        guard let signature = try? account.keyPair.sign(Array(input.utf8)) else { return Self.apiError(500, "INTERNAL", "could not sign") }
+        return .json(200, JSONish.object([
+            "keyId": .string(account.keyPair.keyID), "signedJwt": .string(input + "." + Base64URL.encode(signature)),
+        ]).jsonText)
+    }
+
+    /// Google APIs' error shape: `{"error": {"code", "message", "status"}}`.
+    static func apiError(_ code: Int, _ status: String, _ message: String) -> HTTPResponse {
+        .json(code, JSONish.object(["error": .object([
+            "code": .number(Double(code)), "message": .string(message), "status": .string(status),
+        ])]).jsonText)
     }
 
     private func answerToken(_ respond: @escaping (HTTPResponse) -> Void) {

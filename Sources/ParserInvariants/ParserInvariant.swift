@@ -62,6 +62,7 @@ public enum ParserInvariants {
         ServiceAccountKeyInvariant.self,
         AccessTokenAnswerInvariant.self,
         ADCFileInvariant.self,
+        SignJwtAnswerInvariant.self,
     ]
 }
 

@@ -2,8 +2,8 @@
 @testable import ParserInvariants
 import XCTest
 
-/// The access-token-answer and adc-file fuzz targets' invariants can fail: each of these breaks
-/// one on purpose.
+/// The access-token-answer, adc-file and sign-jwt-answer fuzz targets' invariants can fail:
+/// each of these breaks one on purpose.
 final class ADCInvariantTests: XCTestCase {
     let body: [String: JSONish] = ["access_token": .string("ya29.a"), "expires_in": .number(3599)]
 
@@ -35,5 +35,21 @@ final class ADCInvariantTests: XCTestCase {
         for user in wrong {
             XCTAssertThrowsError(try ADCFileInvariant.checkAccepted(user, file: file))
         }
+    }
+
+    func testASignedJwtMustBeTheAnswersOwnWithItsClaimsAndKid() throws {
+        let header = Base64URL.encode(Array(#"{"alg":"RS256","kid":"k1"}"#.utf8))
+        let jwt = header + "." + Base64URL.encode(Array(#"{"exp":2000000000}"#.utf8)) + ".c2ln"
+        let claims = JWTClaims.decode(jwt)
+        let answer: [String: JSONish] = ["keyId": .string("k1"), "signedJwt": .string(jwt)]
+        try SignJwtAnswerInvariant.checkAccepted(FetchedToken(token: jwt, expiresAt: 2_000_000_000, claims: claims), answer: answer)
+        XCTAssertThrowsError(try SignJwtAnswerInvariant.checkAccepted(
+            FetchedToken(token: jwt, expiresAt: 2_000_000_001, claims: claims), answer: answer), "an expiry other than exp")
+        XCTAssertThrowsError(try SignJwtAnswerInvariant.checkAccepted(
+            FetchedToken(token: jwt, expiresAt: 2_000_000_000, claims: JWTClaims(exp: 1)), answer: answer), "claims not the JWT's")
+        var otherKey = answer
+        otherKey["keyId"] = .string("k2")
+        XCTAssertThrowsError(try SignJwtAnswerInvariant.checkAccepted(
+            FetchedToken(token: jwt, expiresAt: 2_000_000_000, claims: claims), answer: otherKey), "a kid other than keyId")
     }
 }

@@ -205,10 +205,6 @@ final class KeyFileSignerTests: XCTestCase {
                           saying: "no token source for delivery_vehicle, task, tracking, fleet")
     }
 
-    func testIAMIsRefusedAsNotAvailableInThisBuild() throws {
-        try assertRefused(["--signer", "iam:robot@p.iam.gserviceaccount.com"], saying: "iam:EMAIL is not available in this build")
-    }
-
     func testOverlappingSignersAndBadKeysAreRefused() throws {
         try StandInServiceAccount(project: "p").writeKeyFile(to: keyFile)
         try assertRefused(["--signer", "vehicle,trip=key-file:\(keyFile)", "--signer", "trip=key-file:\(keyFile)"],

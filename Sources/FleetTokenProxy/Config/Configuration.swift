@@ -42,6 +42,8 @@ package struct Configuration: Sendable {
     /// Where ADC exchanges a key or a refresh token for an access token
     /// (`--oauth-token-endpoint`); a service-account key file's own `token_uri` wins.
     package var oauthTokenEndpoint = try! GoogleEndpoint.parse(GoogleEndpoint.oauthTokenDefault, what: "--oauth-token-endpoint")
+    /// The IAM Service Account Credentials API `iam:` signs with (`--iam-endpoint`).
+    package var iamEndpoint = try! GoogleEndpoint.parse(GoogleEndpoint.iamDefault, what: "--iam-endpoint")
     /// The environment Application Default Credentials are looked for in
     /// (`GOOGLE_APPLICATION_CREDENTIALS`, `HOME`, `CLOUDSDK_CONFIG`, `GCE_METADATA_HOST`).
     package var credentialEnvironment: [String: String] = [:]

@@ -7,9 +7,16 @@ package struct SignerFlag: Sendable, Equatable {
         case keyFile(path: String)
         /// Attach the Application Default Credentials' access token itself.
         case adc
+        /// Sign with IAM `signJwt` as this service account, authorised by ADC.
+        case iam(account: String)
 
         /// Whether the source needs Application Default Credentials.
-        package var usesADC: Bool { self == .adc }
+        package var usesADC: Bool {
+            switch self {
+            case .adc, .iam: return true
+            case .keyFile: return false
+            }
+        }
     }
 
     /// nil: every type no other `--signer` names.
@@ -52,9 +59,22 @@ package struct SignerFlag: Sendable, Equatable {
         }
         if text == "adc" { return .adc }
         if text.hasPrefix("iam:") {
-            throw ConfigError("--signer iam:EMAIL is not available in this build; key-file:PATH and adc are")
+            let account = String(text.dropFirst("iam:".count))
+            // It goes into IAM's URL path and every token's iss: an email of the characters
+            // service-account names use.
+            let allowed: (UInt8) -> Bool = {
+                switch $0 {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                     UInt8(ascii: "@"), UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_"): return true
+                default: return false
+                }
+            }
+            guard account.contains("@"), account.utf8.count <= 256, account.utf8.allSatisfy(allowed) else {
+                throw ConfigError("--signer iam: needs the signing service account's email (iam:NAME@PROJECT.iam.gserviceaccount.com)")
+            }
+            return .iam(account: account)
         }
         let types = EntityType.allCases.map(\.rawValue).joined(separator: ",")
-        throw ConfigError("--signer must be [TYPES=]key-file:PATH or [TYPES=]adc (TYPES from \(types)), not \(ConfigError.quoted(text))")
+        throw ConfigError("--signer must be [TYPES=]key-file:PATH, [TYPES=]iam:EMAIL or [TYPES=]adc (TYPES from \(types)), not \(ConfigError.quoted(text))")
     }
 }

@@ -25,7 +25,8 @@ final class EndpointClient {
     fileprivate let timeout: Double
     private var inFlight: [ObjectIdentifier: EndpointExchange] = [:]
 
-    init(loop: EventLoop, endpoint: GoogleEndpoint, name: String, tls: TLSContext?, timeout: Double, logger: Logger) {
+    /// `maxConnections` bounds the requests in flight; more wait for a connection.
+    init(loop: EventLoop, endpoint: GoogleEndpoint, name: String, tls: TLSContext?, timeout: Double, maxConnections: Int = 2, logger: Logger) {
         self.loop = loop
         self.endpoint = endpoint
         self.name = name
@@ -34,7 +35,7 @@ final class EndpointClient {
         limits.responseTimeout = timeout
         limits.connectTimeout = timeout
         pool = HTTP1UpstreamPool(loop: loop, origin: endpoint.origin, tls: endpoint.scheme == .https ? tls : nil,
-                                 maxConnections: 4, limits: limits, logger: logger)
+                                 maxConnections: maxConnections, limits: limits, logger: logger)
     }
 
     /// Sends `method target` with `headers` and `body` (a `Content-Length` is added for a body),

@@ -19,6 +19,8 @@ package final class Sidecar {
     private let signingWorkers: WorkerPool?
     /// The ADC access token, when a `--signer` needs it.
     private let accessTokens: AccessTokenSource?
+    /// IAM's client, when an `iam:` signer uses it.
+    private let iam: EndpointClient?
     private let cache: TokenCache
     private let metrics: ProxyMetrics
     private var admin: AdminServer?
@@ -36,6 +38,7 @@ package final class Sidecar {
         let sources = try Self.makeTokenSources(configuration, tls: tls, loop: loop, clock: clock, logger: logger, metrics: metrics)
         provider = sources.provider
         accessTokens = sources.accessTokens
+        iam = sources.iam
         signers = sources.signers
         signingWorkers = sources.workers
         cache = TokenCache(
@@ -114,6 +117,7 @@ package final class Sidecar {
         var signers: [KeyFileSigner]
         var workers: WorkerPool?
         var accessTokens: AccessTokenSource?
+        var iam: EndpointClient?
         var fetcher: TokenSources
     }
 
@@ -150,10 +154,19 @@ package final class Sidecar {
         let workers = needsWorkers ? WorkerPool(threads: WorkerPool.defaultThreads, queueLimit: Self.signingQueueLimit) : nil
         var keyFileSigners: [KeyFileSigner] = []
         var fetchers: [TokenFetcher] = []
+        // One client for every iam: signer: they share IAM's connections.
+        var iam: EndpointClient?
         for flag in configuration.signers {
             switch flag.source {
             case .adc:
                 fetchers.append(AccessTokenSigner(source: accessTokens!, clock: clock))
+            case .iam(let account):
+                let client = iam ?? EndpointClient(
+                    loop: loop, endpoint: configuration.iamEndpoint, name: "IAM signJwt", tls: tls.google,
+                    timeout: configuration.providerTimeout, maxConnections: configuration.providerConcurrency, logger: logger)
+                iam = client
+                fetchers.append(IAMSigner(account: account, accessTokens: accessTokens!, client: client,
+                                          lifetime: configuration.signedTokenLifetime, clock: clock))
             case .keyFile(let path):
                 do {
                     let signer = try KeyFileSigner(
@@ -173,7 +186,8 @@ package final class Sidecar {
             case .signer(let index): fetchers[index]
             }
         }
-        return Sources(provider: providerClient, signers: keyFileSigners, workers: workers, accessTokens: accessTokens, fetcher: fetcher)
+        return Sources(provider: providerClient, signers: keyFileSigners, workers: workers, accessTokens: accessTokens,
+                       iam: iam, fetcher: fetcher)
     }
 
     /// Binds the configured listener (and the admin listener); returns the bound address (real
@@ -285,6 +299,7 @@ package final class Sidecar {
             server.closeAll()
             provider?.close()
             accessTokens?.close()
+            iam?.close()
             signingWorkers?.stop()
             core.upstream.close()
             core.upstreamH2.close()
