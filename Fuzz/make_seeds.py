@@ -232,6 +232,17 @@ SIGN_JWT_ANSWERS = [
 for a in SIGN_JWT_ANSWERS:
     write("sign-jwt-answer", json.dumps(a))
 
+# ID tokens (--provider-id-token-audience): the metadata server's text, the token endpoint's JSON.
+ID_CLAIMS = {"iss": "https://accounts.google.com", "aud": "https://provider-abc-uc.a.run.app", "sub": "1",
+             "iat": 1767225540, "exp": 1767229140}
+ID_ANSWERS = [
+    signed_jwt(claims=ID_CLAIMS), signed_jwt(claims=ID_CLAIMS) + "\n", json.dumps({"id_token": signed_jwt(claims=ID_CLAIMS)}),
+    signed_jwt(claims=dict(ID_CLAIMS, exp=1767225000)), signed_jwt(claims=dict(ID_CLAIMS, exp="later")),
+    json.dumps({"access_token": "ya29.x"}), "non-empty audience parameter required", signed_jwt(claims=ID_CLAIMS) + " x",
+]
+for a in ID_ANSWERS:
+    write("id-token-answer", a)
+
 
 # HTTP/2 answer heads as field lists (per field: name length, value length, name, value), for
 # the translation to an HTTP/1.1 head.

@@ -41,6 +41,9 @@ package final class StandInGoogle {
     package private(set) var quotaProjects: [String] = []
     /// Access tokens handed out and not revoked.
     package private(set) var validTokens: Set<String> = []
+    /// ID tokens handed out, by audience, for the stand-in provider to check.
+    package private(set) var idTokens: [String: String] = [:]
+    package private(set) var identityRequests = 0
 
     private let scheduler: Scheduler
     private let wallClock: () -> Double
@@ -53,6 +56,10 @@ package final class StandInGoogle {
     }
 
     package static let metadataTokenPath = "/computeMetadata/v1/instance/service-accounts/default/token"
+    package static let metadataIdentityPath = "/computeMetadata/v1/instance/service-accounts/default/identity"
+
+    /// Whether `token` is an ID token this stand-in handed out for `audience`.
+    package func isIDToken(_ token: String, for audience: String) -> Bool { idTokens[token] == audience }
 
     /// Forgets every access token handed out, as a revocation would.
     package func revokeAll() { validTokens.removeAll() }
@@ -66,7 +73,21 @@ package final class StandInGoogle {
         case ("POST", "/token"):
             tokenRequests += 1
             if let problem = checkGrant(request.body) { return respond(problem) }
+            if let audience = targetAudience(request.body) {
+                identityRequests += 1
+                return respond(idTokenAnswer(for: audience, json: true))
+            }
             answerToken(respond)
+        case ("GET", Self.metadataIdentityPath):
+            identityRequests += 1
+            guard request.headers["Metadata-Flavor"] == "Google" else {
+                return respond(HTTPResponse(status: 403, headers: ["Content-Type": "text/html"], body: Array("Missing Metadata-Flavor:Google header.".utf8)))
+            }
+            let query = request.target.split(separator: "?", maxSplits: 1).dropFirst().first.map { Self.form(Array($0.utf8)) } ?? [:]
+            guard let audience = query["audience"], !audience.isEmpty else {
+                return respond(HTTPResponse(status: 400, headers: ["Content-Type": "text/plain"], body: Array("non-empty audience parameter required".utf8)))
+            }
+            respond(idTokenAnswer(for: audience, json: false))
         case ("GET", Self.metadataTokenPath):
             metadataRequests += 1
             guard request.headers["Metadata-Flavor"] == "Google" else {
@@ -123,10 +144,37 @@ package final class StandInGoogle {
         guard let exp = claims["exp"]?.numberValue, let iat = claims["iat"]?.numberValue, exp > now, exp - iat <= 3600, iat <= now + 60 else {
             return Self.oauthError(400, "invalid_grant", "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe.")
         }
+        // An ID token grant names its audience instead of a scope.
+        if claims["target_audience"]?.stringValue != nil { return nil }
         guard let scope = claims["scope"]?.stringValue, scope.split(separator: " ").contains("https://www.googleapis.com/auth/cloud-platform") else {
             return Self.oauthError(400, "invalid_scope", "cloud-platform scope missing")
         }
         return nil
+    }
+
+    /// The `target_audience` of a JWT-bearer assertion that asks for an ID token.
+    private func targetAudience(_ body: [UInt8]) -> String? {
+        guard let assertion = Self.form(body)["assertion"] else { return nil }
+        let parts = assertion.split(separator: ".")
+        guard parts.count == 3, let bytes = JWTMinter.Base64URL.decode(parts[1]), case .object(let claims)? = JSONish.parse(bytes) else { return nil }
+        return claims["target_audience"]?.stringValue
+    }
+
+    /// A Google-signed ID token for `audience` (`iss` accounts.google.com, `aud`, `email`), as
+    /// JSON from the token endpoint or as text from the metadata server.
+    private func idTokenAnswer(for audience: String, json: Bool) -> HTTPResponse {
+        let now = Int(wallClock())
+        let header = JSONish.object(["alg": .string("RS256"), "kid": .string(account.keyPair.keyID), "typ": .string("JWT")]).jsonText
+        let claims = JSONish.object([
+            "iss": .string("https://accounts.google.com"), "aud": .string(audience), "sub": .string("1234567890"),
+            "email": .string(account.email), "iat": .number(Double(now)), "exp": .number(Double(now + Int(tokenLifetime))),
+        ]).jsonText
+        let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
+        guard let signature = try? account.keyPair.sign(Array(input.utf8)) else { return Self.oauthError(500, "internal", "could not sign") }
+        let token = input + "." + Base64URL.encode(signature)
+        idTokens[token] = audience
+        if json { return .json(200, JSONish.object(["id_token": .string(token)]).jsonText) }
+        return HTTPResponse(status: 200, headers: ["Content-Type": "text/html"], body: Array(token.utf8))
     }
 
     static let signJwtPrefix = "/v1/projects/-/serviceAccounts/"

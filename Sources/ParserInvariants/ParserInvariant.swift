@@ -63,6 +63,7 @@ public enum ParserInvariants {
         AccessTokenAnswerInvariant.self,
         ADCFileInvariant.self,
         SignJwtAnswerInvariant.self,
+        IDTokenAnswerInvariant.self,
     ]
 }
 

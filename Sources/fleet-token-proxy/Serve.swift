@@ -29,6 +29,8 @@ struct Serve: ParsableCommand {
     var signedTokenLifetime: Double = 3600
     @Option(help: "OAuth 2.0 token endpoint for Application Default Credentials (a service-account key file's token_uri wins).")
     var oauthTokenEndpoint = GoogleEndpoint.oauthTokenDefault
+    @Option(help: "Authenticate to the token provider with a Google-signed ID token for this audience, from Application Default Credentials (a provider on Cloud Run or Cloud Functions behind IAM).")
+    var providerIdTokenAudience: String?
     @Option(help: "IAM Service Account Credentials API for --signer iam:EMAIL.")
     var iamEndpoint = GoogleEndpoint.iamDefault
     @Option(help: "'Name: value' header sent to the token provider (repeatable).")
@@ -77,6 +79,7 @@ struct Serve: ParsableCommand {
         config.signedTokenLifetime = signedTokenLifetime
         config.oauthTokenEndpoint = try GoogleEndpoint.parse(oauthTokenEndpoint, what: "--oauth-token-endpoint")
         config.iamEndpoint = try GoogleEndpoint.parse(iamEndpoint, what: "--iam-endpoint")
+        config.providerIDTokenAudience = providerIdTokenAudience
         config.listen = try ListenAddress.parse(listen)
         config.allowNonLoopback = allowNonLoopback
         config.upstreamCAFile = try readableFile(upstreamCaFile, flag: "--upstream-ca-file")

@@ -18,7 +18,7 @@ let serveFlags: [EnvironmentArguments.Flag] = [
     .init("drain-timeout"), .init("upstream-idle-timeout"), .init("log-level"),
     .init("provider-backoff-max"), .init("max-buffered-bytes"),
     .init("signer", repeatable: true), .init("signed-token-lifetime"),
-    .init("oauth-token-endpoint"), .init("iam-endpoint"),
+    .init("oauth-token-endpoint"), .init("iam-endpoint"), .init("provider-id-token-audience"),
 ]
 
 struct FleetTokenProxyCommand: ParsableCommand {

@@ -2,7 +2,7 @@
 @testable import ParserInvariants
 import XCTest
 
-/// The access-token-answer, adc-file and sign-jwt-answer fuzz targets' invariants can fail:
+/// The access-token-answer, adc-file, sign-jwt-answer and id-token-answer fuzz targets' invariants can fail:
 /// each of these breaks one on purpose.
 final class ADCInvariantTests: XCTestCase {
     let body: [String: JSONish] = ["access_token": .string("ya29.a"), "expires_in": .number(3599)]
@@ -51,5 +51,13 @@ final class ADCInvariantTests: XCTestCase {
         otherKey["keyId"] = .string("k2")
         XCTAssertThrowsError(try SignJwtAnswerInvariant.checkAccepted(
             FetchedToken(token: jwt, expiresAt: 2_000_000_000, claims: claims), answer: otherKey), "a kid other than keyId")
+    }
+
+    func testAnIDTokenMustBeAJWTLivingUntilItsExp() throws {
+        let exp = Int(IDTokenAnswerInvariant.wallNow) + 3600
+        let jwt = Base64URL.encode(Array(#"{"alg":"RS256"}"#.utf8)) + "." + Base64URL.encode(Array(#"{"exp":\#(exp)}"#.utf8)) + ".c2ln"
+        try IDTokenAnswerInvariant.checkAccepted(AccessToken(value: jwt, lifetime: 3600))
+        XCTAssertThrowsError(try IDTokenAnswerInvariant.checkAccepted(AccessToken(value: jwt, lifetime: 3599)))
+        XCTAssertThrowsError(try IDTokenAnswerInvariant.checkAccepted(AccessToken(value: "opaque", lifetime: 3600)))
     }
 }

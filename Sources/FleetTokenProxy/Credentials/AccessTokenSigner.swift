@@ -3,10 +3,10 @@
 /// token cache still holds it per entity; a 401 from Fleet Engine drops it here too, so the
 /// retry gets a fresh one.
 final class AccessTokenSigner: TokenFetcher {
-    private let source: AccessTokenSource
+    private let source: ADCTokenSource
     private let clock: TokenClock
 
-    init(source: AccessTokenSource, clock: TokenClock) {
+    init(source: ADCTokenSource, clock: TokenClock) {
         self.source = source
         self.clock = clock
     }

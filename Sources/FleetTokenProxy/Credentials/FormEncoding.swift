@@ -12,6 +12,13 @@ enum FormEncoding {
         return out
     }
 
+    /// One name or value, percent-encoded (also for a URL's query).
+    static func component(_ text: String) -> [UInt8] {
+        var out: [UInt8] = []
+        encode(text, into: &out)
+        return out
+    }
+
     private static func encode(_ text: String, into out: inout [UInt8]) {
         let hex = Array("0123456789ABCDEF".utf8)
         for byte in text.utf8 {

@@ -7,13 +7,13 @@
 /// Loop-bound: not `Sendable`.
 final class IAMSigner: TokenFetcher {
     let account: String
-    private let accessTokens: AccessTokenSource
+    private let accessTokens: ADCTokenSource
     private let client: EndpointClient
     private let target: String
     private let lifetime: Double
     private let clock: TokenClock
 
-    init(account: String, accessTokens: AccessTokenSource, client: EndpointClient, lifetime: Double, clock: TokenClock) {
+    init(account: String, accessTokens: ADCTokenSource, client: EndpointClient, lifetime: Double, clock: TokenClock) {
         self.account = account
         self.accessTokens = accessTokens
         self.client = client

@@ -18,7 +18,7 @@ package final class Sidecar {
     private let signers: [KeyFileSigner]
     private let signingWorkers: WorkerPool?
     /// The ADC access token, when a `--signer` needs it.
-    private let accessTokens: AccessTokenSource?
+    private let accessTokens: ADCTokenSource?
     /// IAM's client, when an `iam:` signer uses it.
     private let iam: EndpointClient?
     private let cache: TokenCache
@@ -94,7 +94,7 @@ package final class Sidecar {
             ? try TrustStore.file(configuration.upstreamCAFile, or: systemTrust) : nil
         let providerTrust = configuration.providerURL?.scheme == .https
             ? try TrustStore.file(configuration.providerCAFile, or: systemTrust) : nil
-        let usesADC = configuration.signers.contains { $0.source.usesADC }
+        let usesADC = configuration.usesADC
         if upstreamTrust === systemTrust || providerTrust === systemTrust || usesADC { try systemTrust.load() }
         return TLSContexts(
             upstream: upstreamTrust.map {
@@ -116,7 +116,7 @@ package final class Sidecar {
         var provider: ProviderClient?
         var signers: [KeyFileSigner]
         var workers: WorkerPool?
-        var accessTokens: AccessTokenSource?
+        var accessTokens: ADCTokenSource?
         var iam: EndpointClient?
         var fetcher: TokenSources
     }
@@ -138,17 +138,21 @@ package final class Sidecar {
                 timeout: configuration.providerTimeout, concurrency: configuration.providerConcurrency,
                 clock: clock, logger: logger, metrics: metrics)
         }
-        var accessTokens: AccessTokenSource?
-        if configuration.signers.contains(where: { $0.source.usesADC }) {
+        var accessTokens: ADCTokenSource?
+        if configuration.usesADC {
             let credentials = try ApplicationDefaultCredentials.find(environment: configuration.credentialEnvironment)
-            let source = try AccessTokenSource(
-                credentials: credentials, tokenEndpoint: configuration.oauthTokenEndpoint, loop: loop, tls: tls.google,
-                timeout: configuration.providerTimeout, backoff: BackoffPolicy(maximum: configuration.providerBackoffMax),
-                minValidity: configuration.minTokenValidity, clock: clock, logger: logger)
+            func source(_ kind: ADCTokenSource.Kind) throws -> ADCTokenSource {
+                try ADCTokenSource(
+                    credentials: credentials, kind: kind, tokenEndpoint: configuration.oauthTokenEndpoint, loop: loop, tls: tls.google,
+                    timeout: configuration.providerTimeout, backoff: BackoffPolicy(maximum: configuration.providerBackoffMax),
+                    minValidity: configuration.minTokenValidity, clock: clock, logger: logger)
+            }
+            if configuration.signers.contains(where: { $0.source.usesADC }) { accessTokens = try source(.access) }
+            if let audience = configuration.providerIDTokenAudience { providerClient?.idTokens = try source(.identity(audience: audience)) }
             logger.notice("application default credentials found", metadata: [
-                "credentials": "\(credentials.origin)", "token_endpoint": "\(source.endpoint)",
+                "credentials": "\(credentials.origin)",
+                "token_endpoint": "\((accessTokens ?? providerClient?.idTokens).map { "\($0.endpoint)" } ?? "none")",
             ])
-            accessTokens = source
         }
         let needsWorkers = configuration.signers.contains { if case .keyFile = $0.source { true } else { false } }
         let workers = needsWorkers ? WorkerPool(threads: WorkerPool.defaultThreads, queueLimit: Self.signingQueueLimit) : nil
@@ -298,6 +302,7 @@ package final class Sidecar {
             finished = true
             server.closeAll()
             provider?.close()
+            provider?.idTokens?.close()
             accessTokens?.close()
             iam?.close()
             signingWorkers?.stop()

@@ -18,6 +18,9 @@ final class ProviderClient: TokenFetcher {
     var headers: [HeaderField]
     /// Fetches under way; the client owns them until they finish.
     private var inFlight: [ObjectIdentifier: ProviderExchange] = [:]
+    /// The Google-signed ID token sent as `Authorization: Bearer` on each request, for a
+    /// provider behind Google IAM (`--provider-id-token-audience`, docs/CONTRACT.md §4a).
+    var idTokens: ADCTokenSource?
 
     init(loop: EventLoop, template: ProviderURLTemplate, tls: TLSContext?, headers: [HeaderField],
          tokenField: String?, expiryField: String?, timeout: Double, concurrency: Int, clock: TokenClock, logger: Logger,
@@ -48,7 +51,17 @@ final class ProviderClient: TokenFetcher {
 
     /// One fetch without metrics: a resend after the keep-alive race counts with its first try.
     fileprivate func exchange(_ key: EntityKey, completion: @escaping (Result<FetchedToken, ProxyFailure>) -> Void) {
-        let exchange = ProviderExchange(key: key, client: self, completion: completion)
+        guard let idTokens else { return send(key, bearer: nil, completion: completion) }
+        idTokens.token { [self] result in
+            switch result {
+            case .success(let held): send(key, bearer: held.value, completion: completion)
+            case .failure(let failure): completion(.failure(failure))
+            }
+        }
+    }
+
+    private func send(_ key: EntityKey, bearer: String?, completion: @escaping (Result<FetchedToken, ProxyFailure>) -> Void) {
+        let exchange = ProviderExchange(key: key, bearer: bearer, client: self, completion: completion)
         inFlight[ObjectIdentifier(exchange)] = exchange
         exchange.timer = loop.schedule(after: timeout) { [weak exchange] in
             exchange?.timedOut()
@@ -64,7 +77,7 @@ final class ProviderClient: TokenFetcher {
                 exchange.finish(.failure(.providerUnavailable("token provider unreachable: \(failure.message)")))
             case .success(let connection):
                 exchange.connection = connection
-                connection.send(self.requestBytes(for: key))
+                connection.send(self.requestBytes(for: key, bearer: bearer))
                 connection.beginExchange(method: "GET", sink: exchange)
             }
         }
@@ -82,7 +95,7 @@ final class ProviderClient: TokenFetcher {
 
     /// The request head, written as bytes into one buffer: string interpolation and `+=`
     /// cost several allocations a line, on every cold miss.
-    private func requestBytes(for key: EntityKey) -> [UInt8] {
+    private func requestBytes(for key: EntityKey, bearer: String?) -> [UInt8] {
         var head: [UInt8] = []
         head.reserveCapacity(256)
         let crlf: [UInt8] = [UInt8(ascii: "\r"), UInt8(ascii: "\n")]
@@ -91,6 +104,11 @@ final class ProviderClient: TokenFetcher {
         head.append(contentsOf: " HTTP/1.1\r\nHost: ".utf8)
         head.append(contentsOf: template.hostHeader.utf8)
         head.append(contentsOf: "\r\nAccept: application/json\r\nUser-Agent: fleet-token-proxy\r\n".utf8)
+        if let bearer {
+            head.append(contentsOf: "Authorization: Bearer ".utf8)
+            head.append(contentsOf: bearer.utf8)
+            head.append(contentsOf: crlf)
+        }
         for h in headers {
             head.append(contentsOf: h.name.utf8)
             head.append(contentsOf: ": ".utf8)
@@ -101,7 +119,10 @@ final class ProviderClient: TokenFetcher {
         return head
     }
 
-    fileprivate func interpret(status: Int, body: [UInt8], key: EntityKey) -> Result<FetchedToken, ProxyFailure> {
+    fileprivate func interpret(status: Int, body: [UInt8], key: EntityKey, bearer: String?) -> Result<FetchedToken, ProxyFailure> {
+        // The ID token was refused (revoked, or the provider's audience changed): the next
+        // fetch gets a fresh one.
+        if status == 401, let bearer { idTokens?.refused(bearer) }
         switch status {
         case 200..<300:
             return ProviderAnswer.parse(body: body, tokenField: tokenField, expiryField: expiryField, wallNow: clock.wallNow)
@@ -120,6 +141,7 @@ private final class ProviderExchange: ResponseSink {
     static let maxBody = 256 * 1024
 
     let key: EntityKey
+    let bearer: String?
     unowned let client: ProviderClient
     private var completion: ((Result<FetchedToken, ProxyFailure>) -> Void)?
     var timer: ScheduledWork?
@@ -132,8 +154,9 @@ private final class ProviderExchange: ResponseSink {
     private var tooLarge = false
     var finished: Bool { completion == nil }
 
-    init(key: EntityKey, client: ProviderClient, completion: @escaping (Result<FetchedToken, ProxyFailure>) -> Void) {
+    init(key: EntityKey, bearer: String?, client: ProviderClient, completion: @escaping (Result<FetchedToken, ProxyFailure>) -> Void) {
         self.key = key
+        self.bearer = bearer
         self.client = client
         self.completion = completion
     }
@@ -182,7 +205,7 @@ private final class ProviderExchange: ResponseSink {
         if tooLarge {
             finish(.failure(.providerAnswerUnusable("token provider answer is larger than \(Self.maxBody) bytes")))
         } else {
-            finish(client.interpret(status: status, body: body, key: key))
+            finish(client.interpret(status: status, body: body, key: key, bearer: bearer))
         }
     }
 

@@ -1,21 +1,31 @@
 import Logging
 
-/// The sidecar's one OAuth 2.0 access token from Application Default Credentials
-/// (docs/CONTRACT.md §4a), scope `cloud-platform`: fetched once however many callers wait,
+/// One token from Application Default Credentials (docs/CONTRACT.md §4a): the OAuth 2.0 access
+/// token (scope `cloud-platform`) that `iam:` and `adc` use, or a Google-signed ID token for
+/// one audience (`--provider-id-token-audience`). Fetched once however many callers wait,
 /// refreshed ahead, fetched again with backoff after a failure. `AccessTokenState` decides;
 /// this class keeps the waiters and talks to the endpoint.
 ///
 /// Loop-bound: not `Sendable`; completions run on the loop thread, sometimes before `token`
 /// returns.
-final class AccessTokenSource {
+final class ADCTokenSource {
     typealias Completion = (Result<AccessTokenState.Held, ProxyFailure>) -> Void
 
     static let scope = "https://www.googleapis.com/auth/cloud-platform"
     /// Callers that may wait for one fetch; more are refused at once (503).
     static let maxWaiters = 16_384
     static let metadataTokenPath = "/computeMetadata/v1/instance/service-accounts/default/token"
+    static let metadataIdentityPath = "/computeMetadata/v1/instance/service-accounts/default/identity"
+
+    /// Which token: both come from the same credentials, by different requests.
+    enum Kind: Sendable, Equatable {
+        case access
+        /// An ID token whose `aud` is this audience.
+        case identity(audience: String)
+    }
 
     let credentials: ApplicationDefaultCredentials
+    let kind: Kind
     private let signer: SigningCredential?
     private let client: EndpointClient
     private let target: String
@@ -26,10 +36,11 @@ final class AccessTokenSource {
 
     /// Builds the client for where `credentials` get their token; a service-account key that
     /// cannot sign, or a token URI that is not a URL, is a start-up line.
-    init(credentials: ApplicationDefaultCredentials, tokenEndpoint: GoogleEndpoint, loop: EventLoop, tls: TLSContext?,
+    init(credentials: ApplicationDefaultCredentials, kind: Kind = .access, tokenEndpoint: GoogleEndpoint, loop: EventLoop, tls: TLSContext?,
          timeout: Double, backoff: BackoffPolicy, minValidity: Double, clock: TokenClock, logger: Logger,
          random: @escaping () -> Double = { Double.random(in: 0..<1) }) throws(ConfigError) {
         self.credentials = credentials
+        self.kind = kind
         self.clock = clock
         self.random = random
         state = AccessTokenState(backoff: backoff, minValidity: minValidity)
@@ -45,6 +56,9 @@ final class AccessTokenSource {
                 throw ConfigError("credentials file \(file): \(error.message)")
             }
         case .authorizedUser(let user, let file):
+            if case .identity = kind {
+                throw ConfigError("--provider-id-token-audience needs a service account: the user credentials in \(file) cannot mint an ID token for an arbitrary audience (use a service-account key file or the metadata server)")
+            }
             if let uri = user.tokenURI { endpoint = try GoogleEndpoint.parse(uri, what: "token_uri of \(file)") }
             signer = nil
         case .metadataServer(let host):
@@ -52,7 +66,12 @@ final class AccessTokenSource {
             name = "the metadata server"
             signer = nil
         }
-        target = credentials.isMetadataServer ? endpoint.target(Self.metadataTokenPath) : endpoint.target("")
+        switch (credentials.isMetadataServer, kind) {
+        case (true, .access): target = endpoint.target(Self.metadataTokenPath)
+        case (true, .identity(let audience)):
+            target = endpoint.target(Self.metadataIdentityPath + "?audience=" + String(decoding: FormEncoding.component(audience), as: UTF8.self) + "&format=full")
+        case (false, _): target = endpoint.target("")
+        }
         client = EndpointClient(loop: loop, endpoint: endpoint, name: name, tls: tls, timeout: timeout, logger: logger)
     }
 
@@ -97,10 +116,16 @@ final class AccessTokenSource {
         switch credentials {
         case .serviceAccount(let key, _):
             let now = Int(clock.wallNow.rounded(.down))
-            let claims: JSONish = .object([
-                "iss": .string(key.clientEmail), "scope": .string(Self.scope),
-                "aud": .string(client.endpoint.description), "iat": .number(Double(now)), "exp": .number(Double(now + 3600)),
-            ])
+            var members: [String: JSONish] = [
+                "iss": .string(key.clientEmail), "aud": .string(client.endpoint.description),
+                "iat": .number(Double(now)), "exp": .number(Double(now + 3600)),
+            ]
+            // An access token names its scope; an ID token its audience, and no scope.
+            switch kind {
+            case .access: members["scope"] = .string(Self.scope)
+            case .identity(let audience): members["target_audience"] = .string(audience)
+            }
+            let claims: JSONish = .object(members)
             let assertion: String
             do {
                 // Once an hour: signed on the loop, a millisecond.
@@ -120,8 +145,16 @@ final class AccessTokenSource {
             request = ("GET", [HeaderField(name: "Metadata-Flavor", value: "Google"), HeaderField(name: "Accept", value: "application/json")], [])
         }
         let name = client.name
+        let kind = kind
+        let clock = clock
         client.send(method: request.method, target: target, headers: request.headers, body: request.body) { [weak self] result in
-            self?.fetchEnded(result.flatMap { GoogleAnswer.interpret($0, from: name, AccessTokenAnswer.parse) })
+            self?.fetchEnded(result.flatMap { answer in
+                switch kind {
+                case .access: return GoogleAnswer.interpret(answer, from: name, AccessTokenAnswer.parse)
+                case .identity:
+                    return GoogleAnswer.interpret(answer, from: name) { IDTokenAnswer.parse($0, from: $1, wallNow: clock.wallNow) }
+                }
+            })
         }
     }
 
