@@ -20,18 +20,19 @@ struct Demo: ParsableCommand {
     var vehicles = 200
     @Option(help: "Seconds of load.")
     var duration: Double = 15
-    @Option(help: "Lifetime in seconds of the tokens the stand-in provider mints (with --signer key-file, of the tokens the sidecar signs: at least 60).")
+    @Option(help: "Lifetime in seconds of the tokens the stand-in provider mints (with --signer, of the tokens the sidecar signs: at least 60).")
     var tokenLifetime: Double = 12
-    @Option(help: "key-file: no provider; the sidecar signs every token with a throwaway service-account key file (mode 0600) that the stand-in Fleet Engine knows.")
+    @Option(help: "key-file: no provider; the sidecar signs every token with a throwaway service-account key file (mode 0600) that the stand-in Fleet Engine knows. iam: the stand-in Google's IAM signJwt signs them, authorised by its metadata server's access token.")
     var signer: String?
 
     func execute() -> Int32 {
         var options = DemoOptions()
         if let signer {
-            guard signer == "key-file" else {
-                return fail("demo --signer takes key-file (iam and adc are not available in this build)")
+            switch signer {
+            case "key-file": options.signWithKeyFile = true
+            case "iam": options.signWithIAM = true
+            default: return fail("demo --signer takes key-file or iam")
             }
-            options.signWithKeyFile = true
         }
         options.vehicles = max(1, vehicles)
         options.duration = max(1, duration)

@@ -110,4 +110,11 @@ final class IAMSignerTests: GoogleCredentialsTestCase {
         XCTAssertEqual(result.status, 2, result.stderr)
         XCTAssertTrue(result.stderr.contains("iam:NAME@PROJECT.iam.gserviceaccount.com"), result.stderr)
     }
+
+    func testTheDemoRunsItsWholePathThroughIAM() throws {
+        let result = try runCommand(SidecarProcess.binary.path, ["demo", "--signer", "iam", "--duration", "1", "--vehicles", "10"])
+        XCTAssertEqual(result.status, 0, result.stdout + result.stderr)
+        XCTAssertTrue(result.stdout.contains("tokens signed with IAM signJwt"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("rejected by stand-in Fleet Engine           0"), result.stdout)
+    }
 }
