@@ -28,6 +28,8 @@ final class ADCTokenSource {
     let kind: Kind
     private let signer: SigningCredential?
     private let client: EndpointClient
+    /// Where tokens come from (also the assertion's `aud`, and the start-up line).
+    let endpoint: GoogleEndpoint
     private let target: String
     private let clock: TokenClock
     private let random: () -> Double
@@ -72,11 +74,9 @@ final class ADCTokenSource {
             target = endpoint.target(Self.metadataIdentityPath + "?audience=" + String(decoding: FormEncoding.component(audience), as: UTF8.self) + "&format=full")
         case (false, _): target = endpoint.target("")
         }
+        self.endpoint = endpoint
         client = EndpointClient(loop: loop, endpoint: endpoint, name: name, tls: tls, timeout: timeout, logger: logger)
     }
-
-    /// Where tokens come from, for the start-up line.
-    var endpoint: GoogleEndpoint { client.endpoint }
 
     /// `x-goog-user-project` for calls made with a user's token.
     var quotaProject: String? {
@@ -117,7 +117,7 @@ final class ADCTokenSource {
         case .serviceAccount(let key, _):
             let now = Int(clock.wallNow.rounded(.down))
             var members: [String: JSONish] = [
-                "iss": .string(key.clientEmail), "aud": .string(client.endpoint.description),
+                "iss": .string(key.clientEmail), "aud": .string(endpoint.description),
                 "iat": .number(Double(now)), "exp": .number(Double(now + 3600)),
             ]
             // An access token names its scope; an ID token its audience, and no scope.

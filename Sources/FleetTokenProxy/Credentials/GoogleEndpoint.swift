@@ -1,3 +1,5 @@
+import Logging
+
 /// A Google endpoint the sidecar posts to for credentials (docs/CONTRACT.md §4a): the OAuth
 /// token endpoint, the IAM Service Account Credentials API, the metadata server. An origin
 /// (for the connection pool) and the path requests start from.
@@ -34,4 +36,16 @@ package struct GoogleEndpoint: Sendable, Equatable, CustomStringConvertible {
     }
 
     package var description: String { "\(origin)\(path)" }
+}
+
+extension EndpointClient {
+    /// An answer from Google's credential endpoints is a few kilobytes; more is not one of them.
+    static let googleMaxBody = 64 * 1024
+
+    /// A client for a Google endpoint: `tls` (the system's CAs) for https only.
+    convenience init(loop: EventLoop, endpoint: GoogleEndpoint, name: String, tls: TLSContext?, timeout: Double,
+                     maxConnections: Int = 2, logger: Logger) {
+        self.init(loop: loop, origin: endpoint.origin, name: name, tls: endpoint.scheme == .https ? tls : nil, timeout: timeout,
+                  maxConnections: maxConnections, maxBody: Self.googleMaxBody, logger: logger)
+    }
 }

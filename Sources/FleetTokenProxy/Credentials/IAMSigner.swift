@@ -13,11 +13,11 @@ final class IAMSigner: TokenFetcher {
     private let lifetime: Double
     private let clock: TokenClock
 
-    init(account: String, accessTokens: ADCTokenSource, client: EndpointClient, lifetime: Double, clock: TokenClock) {
+    init(account: String, accessTokens: ADCTokenSource, endpoint: GoogleEndpoint, client: EndpointClient, lifetime: Double, clock: TokenClock) {
         self.account = account
         self.accessTokens = accessTokens
         self.client = client
-        target = client.endpoint.target("/v1/projects/-/serviceAccounts/\(account):signJwt")
+        target = endpoint.target("/v1/projects/-/serviceAccounts/\(account):signJwt")
         self.lifetime = lifetime
         self.clock = clock
     }

@@ -169,7 +169,7 @@ package final class Sidecar {
                     loop: loop, endpoint: configuration.iamEndpoint, name: "IAM signJwt", tls: tls.google,
                     timeout: configuration.providerTimeout, maxConnections: configuration.providerConcurrency, logger: logger)
                 iam = client
-                fetchers.append(IAMSigner(account: account, accessTokens: accessTokens!, client: client,
+                fetchers.append(IAMSigner(account: account, accessTokens: accessTokens!, endpoint: configuration.iamEndpoint, client: client,
                                           lifetime: configuration.signedTokenLifetime, clock: clock))
             case .keyFile(let path):
                 do {

@@ -1,8 +1,9 @@
 import Logging
 
-/// One Google endpoint's HTTP client (docs/CONTRACT.md §4a): a small keep-alive pool on the
-/// sidecar's loop, TLS verified against the system's CAs, each exchange bounded in time and in
-/// the size of the answer. It returns the status and body; what they mean is the caller's.
+/// The HTTP client of a token source's endpoint — the operator's provider (docs/CONTRACT.md
+/// §4), a Google credential endpoint (§4a): a keep-alive pool on the sidecar's loop, TLS
+/// verified, each exchange bounded in time and in the size of the answer, the keep-alive race
+/// retried once. It returns the status and body; what they mean is the caller's.
 ///
 /// Loop-bound: not `Sendable`; completions run on the loop thread.
 final class EndpointClient {
@@ -14,39 +15,45 @@ final class EndpointClient {
 
     typealias Completion = (Result<Answer, ProxyFailure>) -> Void
 
-    /// An answer from Google's credential endpoints is a few kilobytes; more is not one of them.
-    static let maxBody = 64 * 1024
-
-    let endpoint: GoogleEndpoint
-    /// Names the endpoint in failures ("the OAuth token endpoint").
+    let origin: Origin
+    /// Names the endpoint in failures ("token provider", "the OAuth token endpoint").
     let name: String
+    /// The largest answer body taken; a larger one is unusable.
+    let maxBody: Int
     private let pool: HTTP1UpstreamPool
     fileprivate let loop: EventLoop
     fileprivate let timeout: Double
     private var inFlight: [ObjectIdentifier: EndpointExchange] = [:]
 
-    /// `maxConnections` bounds the requests in flight; more wait for a connection.
-    init(loop: EventLoop, endpoint: GoogleEndpoint, name: String, tls: TLSContext?, timeout: Double, maxConnections: Int = 2, logger: Logger) {
+    /// `maxConnections` bounds the requests in flight; more wait for a connection. `timeout`
+    /// bounds each exchange, the wait for a connection included.
+    init(loop: EventLoop, origin: Origin, name: String, tls: TLSContext?, timeout: Double, maxConnections: Int, maxBody: Int,
+         logger: Logger) {
         self.loop = loop
-        self.endpoint = endpoint
+        self.origin = origin
         self.name = name
         self.timeout = timeout
+        self.maxBody = maxBody
         var limits = ClientLimits()
         limits.responseTimeout = timeout
         limits.connectTimeout = timeout
-        pool = HTTP1UpstreamPool(loop: loop, origin: endpoint.origin, tls: endpoint.scheme == .https ? tls : nil,
-                                 maxConnections: maxConnections, limits: limits, logger: logger)
+        pool = HTTP1UpstreamPool(loop: loop, origin: origin, tls: tls, maxConnections: maxConnections, limits: limits, logger: logger)
     }
 
     /// Sends `method target` with `headers` and `body` (a `Content-Length` is added for a body),
     /// and calls `completion` once with the answer, or with `providerUnavailable` when the
     /// endpoint cannot be reached, is too slow, or breaks the exchange.
     func send(method: String, target: String, headers: [HeaderField], body: [UInt8] = [], completion: @escaping Completion) {
-        var head = "\(method) \(target) HTTP/1.1\r\nHost: \(endpoint.origin.hostHeader)\r\nUser-Agent: fleet-token-proxy\r\n"
+        var head = "\(method) \(target) HTTP/1.1\r\nHost: \(origin.hostHeader)\r\nUser-Agent: fleet-token-proxy\r\n"
         for field in headers { head += "\(field.name): \(field.value)\r\n" }
         if method != "GET" { head += "Content-Length: \(body.count)\r\n" }
         head += "\r\n"
-        start(EndpointExchange(client: self, method: method, request: Array(head.utf8) + body, completion: completion))
+        send(method: method, request: Array(head.utf8) + body, completion: completion)
+    }
+
+    /// Sends `request`, a whole request already written (head and body), for `method`.
+    func send(method: String, request: [UInt8], completion: @escaping Completion) {
+        start(EndpointExchange(client: self, method: method, request: request, completion: completion))
     }
 
     fileprivate func start(_ exchange: EndpointExchange) {
@@ -88,10 +95,7 @@ private final class EndpointExchange: ResponseSink {
     var timer: ScheduledWork?
     var ticket: PoolTicket?
     var connection: HTTP1UpstreamConnection?
-    private var status = 0
-    private var body: [UInt8] = []
-    private var dechunker: ChunkedBodyScanner?
-    private var tooLarge = false
+    private var answer: AnswerCollector
     /// The keep-alive race is retried once, on a fresh exchange.
     private var resent = false
     var finished: Bool { completion == nil }
@@ -101,6 +105,7 @@ private final class EndpointExchange: ResponseSink {
         self.method = method
         self.request = request
         self.completion = completion
+        answer = AnswerCollector(limit: client.maxBody)
     }
 
     func finish(_ result: Result<EndpointClient.Answer, ProxyFailure>) {
@@ -121,33 +126,19 @@ private final class EndpointExchange: ResponseSink {
     }
 
     func responseHead(_ head: ResponseHead, from connection: HTTP1UpstreamConnection) {
-        status = head.status
-        if head.framing(requestMethod: method) == .chunked { dechunker = ChunkedBodyScanner() }
+        answer.head(head, requestMethod: method)
     }
 
     func responseBody(count: Int, from connection: HTTP1UpstreamConnection) {
-        if !tooLarge && body.count + count <= EndpointClient.maxBody {
-            connection.forEachBodyPiece(count) { piece in
-                if var scanner = dechunker {
-                    _ = scanner.scan(piece, onData: { body.append(contentsOf: $0) })
-                    dechunker = scanner
-                } else {
-                    body.append(contentsOf: piece)
-                }
-                return true
-            }
-        } else {
-            tooLarge = true
-        }
-        connection.dropBody(count)
+        answer.take(count, from: connection)
     }
 
     func responseEnded(from connection: HTTP1UpstreamConnection) {
         self.connection = nil
-        if tooLarge {
-            finish(.failure(.providerAnswerUnusable("\(client.name) answer is larger than \(EndpointClient.maxBody) bytes")))
+        if answer.tooLarge {
+            finish(.failure(.providerAnswerUnusable("\(client.name) answer is larger than \(client.maxBody) bytes")))
         } else {
-            finish(.success(EndpointClient.Answer(status: status, body: body)))
+            finish(.success(EndpointClient.Answer(status: answer.status, body: answer.body)))
         }
     }
 
