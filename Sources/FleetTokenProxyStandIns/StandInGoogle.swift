@@ -69,7 +69,19 @@ package final class StandInGoogle {
     }
 
     private func handle(_ request: HTTPRequest, _ respond: @escaping (HTTPResponse) -> Void) {
+        // Google's metadata server names itself on every answer; a probe looks for it.
+        let isMetadata = request.path.hasPrefix("/computeMetadata/")
+        let respond: (HTTPResponse) -> Void = { response in
+            var response = response
+            if isMetadata { response.headers.add("Metadata-Flavor", "Google") }
+            respond(response)
+        }
         switch (request.method, String(request.path)) {
+        case ("GET", "/computeMetadata/v1/"):
+            guard request.headers["Metadata-Flavor"] == "Google" else {
+                return respond(HTTPResponse(status: 403, headers: ["Content-Type": "text/html"], body: Array("Missing Metadata-Flavor:Google header.".utf8)))
+            }
+            respond(HTTPResponse(status: 200, headers: ["Content-Type": "application/text"], body: Array("instance/\nproject/\n".utf8)))
         case ("POST", "/token"):
             tokenRequests += 1
             if let problem = checkGrant(request.body) { return respond(problem) }

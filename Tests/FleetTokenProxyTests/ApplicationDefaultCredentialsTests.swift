@@ -5,8 +5,9 @@ import XCTest
 final class ApplicationDefaultCredentialsTests: XCTestCase {
     let user = #"{"type":"authorized_user","client_id":"c.apps.googleusercontent.com","client_secret":"s3cret","refresh_token":"1//r3fresh","quota_project_id":"q"}"#
 
-    func find(_ environment: [String: String], files: [String: String]) throws -> ApplicationDefaultCredentials {
-        try ApplicationDefaultCredentials.find(environment: environment, readFile: { files[$0].map { Array($0.utf8) } })
+    func find(_ environment: [String: String], files: [String: String], metadataServerAnswers: Bool = false) throws -> ApplicationDefaultCredentials {
+        try ApplicationDefaultCredentials.find(environment: environment, readFile: { files[$0].map { Array($0.utf8) } },
+                                               probeMetadataServer: { metadataServerAnswers })
     }
 
     func testTheEnvironmentFileComesFirstThenGcloudsThenTheMetadataServer() throws {
@@ -17,6 +18,8 @@ final class ApplicationDefaultCredentialsTests: XCTestCase {
         XCTAssertEqual(try find(["HOME": "/nobody", "GCE_METADATA_HOST": "127.0.0.1:1"], files: files), .metadataServer(host: "127.0.0.1:1"))
         XCTAssertEqual(try find(["HOME": "/nobody"], files: ["/sys/class/dmi/id/product_name": "Google Compute Engine\n"]),
                        .metadataServer(host: "metadata.google.internal"))
+        XCTAssertEqual(try find(["HOME": "/nobody"], files: [:], metadataServerAnswers: true), .metadataServer(host: "169.254.169.254"),
+                       "last, a metadata server that answers as Google's")
     }
 
     func testNoCredentialsAnywhereNamesEveryPlaceLookedIn() {
@@ -25,6 +28,7 @@ final class ApplicationDefaultCredentialsTests: XCTestCase {
             XCTAssertTrue(message.contains("GOOGLE_APPLICATION_CREDENTIALS is not set"), message)
             XCTAssertTrue(message.contains("/home/u/.config/gcloud/application_default_credentials.json"), message)
             XCTAssertTrue(message.contains("GCE_METADATA_HOST"), message)
+            XCTAssertTrue(message.contains("no metadata server answered at 169.254.169.254"), message)
         }
         XCTAssertThrowsError(try find(["GOOGLE_APPLICATION_CREDENTIALS": "/missing.json"], files: [:])) { error in
             XCTAssertTrue("\(error)".contains("/missing.json"))

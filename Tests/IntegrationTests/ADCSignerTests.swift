@@ -121,4 +121,18 @@ final class ADCSignerTests: GoogleCredentialsTestCase {
         XCTAssertTrue(result.stderr.contains("no Application Default Credentials"), result.stderr)
         XCTAssertTrue(result.stderr.contains(directory + "/.config/gcloud/application_default_credentials.json"), result.stderr)
     }
+
+    // MARK: The metadata server probe, the last place looked
+
+    func testTheProbeKnowsGooglesMetadataServerFromAnotherServerOrNone() throws {
+        func probe(_ address: String) -> Bool {
+            let port = UInt16(address.split(separator: ":").last!)!
+            return MetadataServerProbe.answers(host: "127.0.0.1", port: port, within: 2)
+        }
+        XCTAssertTrue(probe(standIns.googleAddress), "the stand-in Google answers as the metadata server does")
+        XCTAssertFalse(probe(standIns.fleetEngineAddress), "another HTTP server does not say Metadata-Flavor: Google")
+        let started = Date()
+        XCTAssertFalse(probe("127.0.0.1:\(try freePort())"))
+        XCTAssertLessThan(Date().timeIntervalSince(started), 1, "a refused connection ends the probe at once")
+    }
 }

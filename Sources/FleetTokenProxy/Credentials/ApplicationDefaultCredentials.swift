@@ -28,9 +28,11 @@ package enum ApplicationDefaultCredentials: Sendable, Equatable {
     static let maximumFileBytes = 64 * 1024
 
     /// Finds the credentials in `environment`; no credentials anywhere is one start-up line
-    /// naming every place looked in. `readFile` is nil for a file that does not exist.
+    /// naming every place looked in. `readFile` is nil for a file that does not exist;
+    /// `probeMetadataServer` asks the link-local address, last (a second at most).
     package static func find(
-        environment: [String: String], readFile: (String) -> [UInt8]? = Self.readFile
+        environment: [String: String], readFile: (String) -> [UInt8]? = Self.readFile,
+        probeMetadataServer: () -> Bool = { MetadataServerProbe.answers() }
     ) throws(ConfigError) -> ApplicationDefaultCredentials {
         if let path = environment["GOOGLE_APPLICATION_CREDENTIALS"], !path.isEmpty {
             guard let bytes = readFile(path) else {
@@ -51,9 +53,13 @@ package enum ApplicationDefaultCredentials: Sendable, Equatable {
         if let name = readFile(dmiProductName), String(decoding: name, as: UTF8.self).contains("Google") {
             return .metadataServer(host: metadataHost)
         }
+        if probeMetadataServer() {
+            return .metadataServer(host: MetadataServerProbe.address)
+        }
         throw ConfigError(
             "no Application Default Credentials: GOOGLE_APPLICATION_CREDENTIALS is not set, \(gcloudPath) does not exist, "
-                + "and this is not a Google Cloud host (no GCE_METADATA_HOST, \(dmiProductName) does not name Google)")
+                + "and this is not a Google Cloud host (no GCE_METADATA_HOST, \(dmiProductName) does not name Google, "
+                + "no metadata server answered at \(MetadataServerProbe.address))")
     }
 
     /// An ADC file's credentials, by its `type`.
