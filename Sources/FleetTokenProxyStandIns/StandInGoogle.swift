@@ -109,7 +109,11 @@ package final class StandInGoogle {
         case ("POST", let path) where path.hasPrefix(Self.signJwtPrefix) && path.hasSuffix(":signJwt"):
             signJwtRequests += 1
             let email = String(path.dropFirst(Self.signJwtPrefix.count).dropLast(":signJwt".count))
-            respond(signJwt(as: email, request))
+            if case .delay(let seconds)? = signJwtFailure {
+                scheduler.schedule(after: seconds) { [self] in respond(signJwt(as: email, request)) }
+            } else {
+                respond(signJwt(as: email, request))
+            }
         default:
             respond(Self.oauthError(404, "not_found", "the stand-in Google has no \(request.method) \(request.path)"))
         }
@@ -207,7 +211,8 @@ package final class StandInGoogle {
             return Self.apiError(status, "UNAVAILABLE", "The service is currently unavailable.")
         case .garbage?:
             return .json(200, #"{"keyId": "k"}"#)
-        case .delay, nil:
+        case .delay?, nil:
+            // A delay is the caller's to apply; the answer itself is the normal one.
             break
         }
         guard email == account.email else {

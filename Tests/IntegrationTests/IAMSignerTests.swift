@@ -90,7 +90,7 @@ final class IAMSignerTests: GoogleCredentialsTestCase {
 
     func testIAMFailingIsUnavailableAndAnUnusableAnswerIsBadGateway() throws {
         standIns.sync { self.google.signJwtFailure = .status(503) }
-        let sidecar = try sidecar(iamFlags + ["--provider-backoff-max", "0.2"], environment: try keyFileEnvironment())
+        let sidecar = try sidecar(iamFlags + ["--provider-backoff-max", "0.2", "--provider-timeout", "1"], environment: try keyFileEnvironment())
         defer { sidecar.stop() }
         XCTAssertEqual(try call(sidecar, "/v1/providers/p/vehicles/v1").status, 503)
         standIns.sync { self.google.signJwtFailure = .status(429) }
@@ -99,8 +99,10 @@ final class IAMSignerTests: GoogleCredentialsTestCase {
         let garbage = try call(sidecar, "/v1/providers/p/vehicles/v3")
         XCTAssertEqual(garbage.status, 502, garbage.body)
         XCTAssertTrue(garbage.body.contains("signedJwt"), garbage.body)
+        standIns.sync { self.google.signJwtFailure = .delay(3) }
+        XCTAssertEqual(try call(sidecar, "/v1/providers/p/vehicles/v4").status, 503, "slower than --provider-timeout")
         standIns.sync { self.google.signJwtFailure = nil }
-        XCTAssertEqual(try call(sidecar, "/v1/providers/p/vehicles/v4").status, 200)
+        XCTAssertEqual(try call(sidecar, "/v1/providers/p/vehicles/v5").status, 200)
     }
 
     func testABadAccountIsRefusedAtStart() throws {
