@@ -34,6 +34,9 @@ package final class StandInGoogle {
     /// How the next `signJwt` calls go wrong (`refuse` answers in Google APIs' error shape).
     package var signJwtFailure: Failure?
     package private(set) var signJwtRequests = 0
+    /// Signs a payload whose `authorization` claim names another vehicle: a JWT that verifies
+    /// but is for the wrong entity, which the sidecar's claim check must stop.
+    package var signsForAnotherEntity = false
 
     package private(set) var tokenRequests = 0
     package private(set) var metadataRequests = 0
@@ -224,8 +227,14 @@ package final class StandInGoogle {
         guard let exp = claims["exp"]?.numberValue, exp <= wallClock() + 12 * 3600 else {
             return Self.apiError(400, "INVALID_ARGUMENT", "JWT validation failed: exp is missing or too far in the future")
         }
+        var signed = payload
+        if signsForAnotherEntity {
+            var changed = claims
+            changed["authorization"] = .object(["vehicleid": .string("someone-else")])
+            signed = JSONish.object(changed).jsonText
+        }
         let header = JSONish.object(["alg": .string("RS256"), "kid": .string(account.keyPair.keyID), "typ": .string("JWT")]).jsonText
-        let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(payload.utf8))
+        let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(signed.utf8))
         guard let signature = try? account.keyPair.sign(Array(input.utf8)) else { return Self.apiError(500, "INTERNAL", "could not sign") }
         return .json(200, JSONish.object([
             "keyId": .string(account.keyPair.keyID), "signedJwt": .string(input + "." + Base64URL.encode(signature)),

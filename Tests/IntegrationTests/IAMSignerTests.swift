@@ -105,6 +105,16 @@ final class IAMSignerTests: GoogleCredentialsTestCase {
         XCTAssertEqual(try call(sidecar, "/v1/providers/p/vehicles/v5").status, 200)
     }
 
+    func testAJwtIAMSignedForAnotherEntityIsStoppedByTheClaimCheck() throws {
+        standIns.sync { self.google.signsForAnotherEntity = true }
+        let sidecar = try sidecar(iamFlags, environment: try keyFileEnvironment())
+        defer { sidecar.stop() }
+        let answer = try call(sidecar, "/v1/providers/p/vehicles/v1")
+        XCTAssertEqual(answer.status, 502, answer.body)
+        XCTAssertTrue(answer.body.contains("IAM signJwt answered a token for vehicle") && answer.body.contains("someone-else"), answer.body)
+        XCTAssertEqual(fleetEngineStatistics.accepted + fleetEngineStatistics.rejected, 0, "nothing reached Fleet Engine")
+    }
+
     func testABadAccountIsRefusedAtStart() throws {
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("FLEET_TOKEN_PROXY_") }
         env["HOME"] = directory

@@ -29,7 +29,9 @@ package enum SignJwtAnswer {
         guard let claims = JWTClaims.decode(jwt), let exp = claims.exp else {
             return unusable("\(endpoint) answer's \"signedJwt\" has no readable claims with exp")
         }
-        return .success(FetchedToken(token: jwt, expiresAt: exp, issuedAt: claims.iat, claims: claims))
+        var token = FetchedToken(token: jwt, expiresAt: exp, issuedAt: claims.iat, claims: claims)
+        token.answeredBy = "IAM signJwt"
+        return .success(token)
     }
 
     private static func unusable(_ message: String) -> Result<FetchedToken, ProxyFailure> {

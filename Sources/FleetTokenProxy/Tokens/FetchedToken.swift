@@ -14,6 +14,8 @@ package struct FetchedToken: Sendable, Equatable {
     /// An OAuth access token from ADC (`--signer adc`): opaque by design, so the JWT claim
     /// check (`TokenScopeCheck`) does not read it, whatever it looks like.
     package var isOpaqueAccessToken: Bool
+    /// Who handed the token out, for a claim check's refusal ("token provider", "IAM signJwt").
+    package var answeredBy: StaticString = "token provider"
 
     package init(token: String, expiresAt: Double, issuedAt: Double? = nil, claims: JWTClaims? = nil, isOpaqueAccessToken: Bool = false) {
         self.token = token

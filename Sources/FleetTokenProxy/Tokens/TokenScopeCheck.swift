@@ -27,17 +27,17 @@ enum TokenScopeCheck {
         let audiences = claims.aud
         guard audiences.contains(where: isFleetEngineAudience) else {
             let named = audiences.isEmpty ? "no audience" : "audience \(quoted(audiences[0]))"
-            return refuse("token provider answered a token for \(named) when asked for one for Fleet Engine (\(quoted(audience)))")
+            return refuse("\(token.answeredBy) answered a token for \(named) when asked for one for Fleet Engine (\(quoted(audience)))")
         }
 
         if let exp = claims.exp, exp - wallNow > maximumTimeToExpiry {
             return refuse(
-                "token provider answered a token that expires in \(Int((exp - wallNow).rounded())) s; "
+                "\(token.answeredBy) answered a token that expires in \(Int((exp - wallNow).rounded())) s; "
                     + "Fleet Engine tokens live at most an hour (at most \(Int(maximumTimeToExpiry)) s accepted)")
         }
 
         guard !covers(claims, key) else { return nil }
-        return refuse("token provider answered a token for \(describe(claims)) when asked for \(describe(key))")
+        return refuse("\(token.answeredBy) answered a token for \(describe(claims)) when asked for \(describe(key))")
     }
 
     private static func isFleetEngineAudience(_ value: String) -> Bool {
