@@ -183,6 +183,66 @@ for k in KEYS:
     write("service-account-key", json.dumps(k, indent=2))
 write("service-account-key", json.dumps(KEY).replace("\\n", "\\u000a"))
 
+# Access-token answers (--signer adc): the OAuth token endpoint's and the metadata server's
+# (one shape, RFC 6749 §5.1), refusals (§5.2, and Google APIs' nested error), broken ones.
+ACCESS = {"access_token": "ya29.c.b0AXv0zTP-made-up", "expires_in": 3599, "token_type": "Bearer"}
+ACCESS_ANSWERS = [
+    ACCESS, dict(ACCESS, scope="https://www.googleapis.com/auth/cloud-platform"), dict(ACCESS, expires_in=0),
+    dict(ACCESS, expires_in="3599"), dict(ACCESS, token_type="MAC"), dict(ACCESS, access_token="ya29 with space"),
+    {"error": "invalid_grant", "error_description": "Invalid JWT Signature."},
+    {"error": {"code": 403, "message": "Permission 'iam.serviceAccounts.getAccessToken' denied", "status": "PERMISSION_DENIED"}},
+    {"error": "bad\r\n", "error_description": "x" * 300},
+]
+for a in ACCESS_ANSWERS:
+    write("access-token-answer", json.dumps(a))
+write("access-token-answer", "Missing Metadata-Flavor:Google header.")
+
+# ADC files: a service-account key and a user's gcloud login, and types the sidecar refuses.
+USER = {"type": "authorized_user", "client_id": "764086051850-made-up.apps.googleusercontent.com",
+        "client_secret": "d-FL95Q19q7MQmFpd7hHD0Ty", "refresh_token": "1//0made-up-refresh", "quota_project_id": P}
+ADC_FILES = [
+    KEY, USER, {k: v for k, v in USER.items() if k != "quota_project_id"}, dict(USER, token_uri="https://oauth2.googleapis.com/token"),
+    dict(USER, client_secret=""), dict(USER, refresh_token=7), {"type": "external_account", "audience": "//iam"},
+    {"type": "impersonated_service_account"}, dict(USER, quota_project_id="a b"),
+]
+for f in ADC_FILES:
+    write("adc-file", json.dumps(f, indent=2))
+
+
+# IAM signJwt answers (--signer iam:EMAIL): IAM writes the header (RS256, kid = keyId).
+def b64url(data):
+    return base64.urlsafe_b64encode(data.encode()).decode().rstrip("=")
+
+
+def signed_jwt(kid="3f1e9a", alg="RS256", claims=None):
+    claims = claims or {"iss": f"fleet-signer@{P}.iam.gserviceaccount.com", "sub": f"fleet-signer@{P}.iam.gserviceaccount.com",
+                        "aud": "https://fleetengine.googleapis.com/", "iat": 1767225540, "exp": 1767229140,
+                        "authorization": {"vehicleid": "vehicle-1"}}
+    header = b64url(json.dumps({"alg": alg, "kid": kid, "typ": "JWT"}))
+    return header + "." + b64url(json.dumps(claims)) + ".c2lnbmF0dXJl"
+
+
+SIGN_JWT_ANSWERS = [
+    {"keyId": "3f1e9a", "signedJwt": signed_jwt()}, {"keyId": "other", "signedJwt": signed_jwt()},
+    {"keyId": "3f1e9a", "signedJwt": signed_jwt(alg="none")}, {"keyId": "3f1e9a", "signedJwt": "not-a-jwt"},
+    {"keyId": "3f1e9a", "signedJwt": signed_jwt(claims={"iss": "a"})}, {"keyId": "3f1e9a"}, {"signedJwt": signed_jwt()},
+    {"keyId": "3f1e9a", "signedJwt": signed_jwt(claims={"exp": "soon", "taskids": ["*"]})},
+    {"error": {"code": 403, "message": "Permission 'iam.serviceAccounts.signJwt' denied", "status": "PERMISSION_DENIED"}},
+]
+for a in SIGN_JWT_ANSWERS:
+    write("sign-jwt-answer", json.dumps(a))
+
+# ID tokens (--provider-id-token-audience): the metadata server's text, the token endpoint's JSON.
+ID_CLAIMS = {"iss": "https://accounts.google.com", "aud": "https://provider-abc-uc.a.run.app", "sub": "1",
+             "iat": 1767225540, "exp": 1767229140}
+ID_ANSWERS = [
+    signed_jwt(claims=ID_CLAIMS), signed_jwt(claims=ID_CLAIMS) + "\n", json.dumps({"id_token": signed_jwt(claims=ID_CLAIMS)}),
+    signed_jwt(claims=dict(ID_CLAIMS, exp=1767225000)), signed_jwt(claims=dict(ID_CLAIMS, exp="later")),
+    json.dumps({"access_token": "ya29.x"}), "non-empty audience parameter required", signed_jwt(claims=ID_CLAIMS) + " x",
+]
+for a in ID_ANSWERS:
+    write("id-token-answer", a)
+
 
 # HTTP/2 answer heads as field lists (per field: name length, value length, name, value), for
 # the translation to an HTTP/1.1 head.

@@ -15,7 +15,9 @@ import Logging
 /// simulated clients, on one event loop. Tokens are short-lived so they are refreshed during
 /// the run. With `signWithKeyFile` there is no provider: the sidecar signs every token with a
 /// throwaway service-account key file (`--signer key-file:`, docs/CONTRACT.md §4a), and the
-/// stand-in Fleet Engine trusts that account's key alone.
+/// stand-in Fleet Engine trusts that account's key alone. With `signWithIAM` the stand-in
+/// Google's IAM `signJwt` signs them (`--signer iam:`), authorised by an access token from its
+/// metadata server path (ADC through `GCE_METADATA_HOST`).
 package struct DemoOptions: Sendable {
     package var vehicles = 200
     package var trips = 30
@@ -26,6 +28,8 @@ package struct DemoOptions: Sendable {
     package var tokenLifetime: Double = 12
     /// Sign tokens in the sidecar with a key file instead of asking a stand-in provider.
     package var signWithKeyFile = false
+    /// Sign tokens through the stand-in Google's IAM signJwt instead of asking a stand-in provider.
+    package var signWithIAM = false
     /// Client connections to the sidecar.
     package var connections = 32
     /// Seconds between two location updates of one vehicle.
@@ -46,6 +50,8 @@ package struct DemoSummary: Sendable {
     /// Tokens the provider minted, or the sidecar signed with the key file.
     package var providerCalls = 0
     package var signedLocally = false
+    /// Where signed tokens came from: "the key file" or "IAM signJwt".
+    package var signedBy = "the key file"
     package var entities = 0
     package var maxProviderCallsForOneEntity = 0
     package var statusCounts: [Int: Int] = [:]
@@ -64,6 +70,7 @@ package final class DemoRun {
     private var provider: StandInProvider?
     private var fleetEngine: StandInFleetEngine!
     private var providerServer: BufferedHTTPServer?
+    private var googleServer: BufferedHTTPServer?
     /// The throwaway key file's folder, removed at the end.
     private var keyDirectory: String?
     private var fleetEngineServer: BufferedHTTPServer!
@@ -86,7 +93,21 @@ package final class DemoRun {
         let tokenSource: String
         let tokenCheck: FleetEngineTokenCheck
         var config: Configuration
-        if options.signWithKeyFile {
+        if options.signWithIAM {
+            let account = try StandInServiceAccount(name: "demo-signer", project: "demo-project")
+            let google = StandInGoogle(account: account, scheduler: loop, wallClock: { [clock] in clock.wallNow })
+            let server = BufferedHTTPServer(loop: loop, handler: google.handler)
+            let googleAddress = try server.listen(on: .inet(host: "127.0.0.1", port: 0))
+            googleServer = server
+            tokenCheck = FleetEngineTokenCheck(trustedKeys: [account.trustedKey])
+            config = Configuration(upstream: try UpstreamURL.parse("http://127.0.0.1:1"), providerURL: nil)
+            config.signers = [SignerFlag(types: nil, source: .iam(account: account.email))]
+            config.iamEndpoint = try GoogleEndpoint.parse("http://\(googleAddress)", what: "the stand-in IAM")
+            config.credentialEnvironment = ["GCE_METADATA_HOST": googleAddress]
+            config.signedTokenLifetime = max(60, options.tokenLifetime)
+            summary.signedBy = "IAM signJwt"
+            tokenSource = "  stand-in Google          http://\(googleAddress)  (metadata server token, IAM signJwt as \(account.email), \(Int(config.signedTokenLifetime)) s lifetime)"
+        } else if options.signWithKeyFile {
             let account = try StandInServiceAccount(name: "demo-signer", project: "demo-project")
             let directory = try Self.makePrivateDirectory()
             keyDirectory = directory
@@ -240,6 +261,7 @@ package final class DemoRun {
         client.close()
         sidecar.drain(timeout: 1) { [unowned self] in
             providerServer?.close()
+            googleServer?.close()
             fleetEngineServer.close()
             if let keyDirectory { try? FileManager.default.removeItem(atPath: keyDirectory) }
             loop.stop()
@@ -258,6 +280,10 @@ package final class DemoRun {
         return String(cString: made)
     }
 
+    private static func padded(_ text: String, to width: Int) -> String {
+        text + String(repeating: " ", count: max(0, width - text.count))
+    }
+
     /// The summary as a person reads it.
     package static func describe(_ s: DemoSummary, options: DemoOptions) -> [String] {
         let perEntity = s.entities == 0 ? 0 : Double(s.providerCalls) / Double(s.entities)
@@ -271,7 +297,8 @@ package final class DemoRun {
             cFormat("  rejected by stand-in Fleet Engine    %8d   (must be 0)", s.rejectedByFleetEngine),
             cFormat("  token cache hit rate                 %8.1f%%", 100 * s.cacheHitRate),
             s.signedLocally
-                ? cFormat("  tokens signed with the key file      %8d   for %d entities: %.1f per entity", s.providerCalls, s.entities, perEntity)
+                ? "  " + padded("tokens signed with \(s.signedBy)", to: 36)
+                    + cFormat(" %8d   for %d entities: %.1f per entity", s.providerCalls, s.entities, perEntity)
                 : cFormat("  token provider calls                 %8d   for %d entities: %.1f per entity, at most %d (tokens live %d s)",
                           s.providerCalls, s.entities, perEntity, s.maxProviderCallsForOneEntity, Int(options.tokenLifetime)),
             cFormat("  calls coalesced onto a fetch         %8d", s.coalesced),

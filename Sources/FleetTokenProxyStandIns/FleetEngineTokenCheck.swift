@@ -92,8 +92,20 @@ package struct FleetEngineTokenCheck: Sendable {
         return check(token: token, entity: entity, now: now)
     }
 
-    /// Judges a bare compact JWT.
+    /// Judges a bare compact JWT, or a stand-in Google access token (`--signer adc`): that
+    /// one acts for its service account on every entity of the account's project, as an
+    /// access token of an account with a Fleet Engine admin role does.
     package func check(token: String, entity: EntityKey, now: Double) -> Verdict {
+        if token.hasPrefix(StandInAccessToken.prefix) {
+            switch StandInAccessToken.verify(token, trustedKeys: trustedKeys, now: now) {
+            case .invalid(let verdict): return verdict
+            case .valid(let account):
+                guard JWTMinter.project(ofServiceAccount: account) == entity.provider else {
+                    return .rejected(.wrongProject, detail: "the service account is not one of project \(entity.provider)")
+                }
+                return .ok
+            }
+        }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { return .rejected(.malformedToken, detail: "a JWT has 3 parts, this has \(parts.count)") }
         guard let headerBytes = JWTMinter.Base64URL.decode(parts[0]),

@@ -60,6 +60,9 @@ package final class StandInProvider {
     package var tokenLifetime: Double = 3600
     /// A backend credential the caller must send; missing or wrong gets 401.
     package var requiredHeader: (name: String, value: String)?
+    /// Judges the `Authorization: Bearer` token when set (a provider behind Google IAM, which
+    /// takes an ID token for its audience); missing or refused gets 401.
+    package var bearerCheck: ((String) -> Bool)?
     package var behaviour: Behaviour = .normal
     package var expiryStyle: ExpiryStyle = .epochSeconds
     /// The field the token is put in (`token` by default; `--token-field` tests change it).
@@ -106,6 +109,10 @@ package final class StandInProvider {
     private func handle(_ request: HTTPRequest, _ respond: @escaping (HTTPResponse) -> Void) {
         if let required = requiredHeader, request.headers[required.name] != required.value {
             return respond(Self.error(401, "missing or wrong \(required.name) header"))
+        }
+        if let bearerCheck {
+            let bearer = request.headers["Authorization"].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+            guard let bearer, bearerCheck(bearer) else { return respond(Self.error(401, "missing or refused ID token")) }
         }
         guard let entity = Self.entity(inPath: request.path) else {
             return respond(Self.error(404, "not a token path: want /token/{provider}/{type}/{id}"))

@@ -20,20 +20,20 @@ package struct StandInServiceAccount: Sendable {
     }
 
     /// The key file Google would issue (the fields the sidecar reads, and `type`, `token_uri`).
-    package func keyFileJSON() throws -> String {
+    package func keyFileJSON(tokenURI: String = "https://oauth2.googleapis.com/token") throws -> String {
         JSONish.object([
             "type": .string("service_account"),
             "client_email": .string(email),
             "private_key_id": .string(keyPair.keyID),
             "private_key": .string(try keyPair.privateKeyPEM()),
-            "token_uri": .string("https://oauth2.googleapis.com/token"),
+            "token_uri": .string(tokenURI),
         ]).jsonText
     }
 
     /// Writes the key file with mode 0600 (replacing any file there), as a secret must be.
-    package func writeKeyFile(to path: String) throws {
+    package func writeKeyFile(to path: String, tokenURI: String = "https://oauth2.googleapis.com/token") throws {
         try? FileManager.default.removeItem(atPath: path)
-        guard FileManager.default.createFile(atPath: path, contents: Data(try keyFileJSON().utf8), attributes: [.posixPermissions: 0o600]) else {
+        guard FileManager.default.createFile(atPath: path, contents: Data(try keyFileJSON(tokenURI: tokenURI).utf8), attributes: [.posixPermissions: 0o600]) else {
             throw ConfigError("cannot write the key file \(path)")
         }
     }

@@ -60,6 +60,10 @@ public enum ParserInvariants {
         ProviderAnswerInvariant.self,
         HeaderFileInvariant.self,
         ServiceAccountKeyInvariant.self,
+        AccessTokenAnswerInvariant.self,
+        ADCFileInvariant.self,
+        SignJwtAnswerInvariant.self,
+        IDTokenAnswerInvariant.self,
     ]
 }
 

@@ -20,18 +20,19 @@ struct Demo: ParsableCommand {
     var vehicles = 200
     @Option(help: "Seconds of load.")
     var duration: Double = 15
-    @Option(help: "Lifetime in seconds of the tokens the stand-in provider mints (with --signer key-file, of the tokens the sidecar signs: at least 60).")
+    @Option(help: "Lifetime in seconds of the tokens the stand-in provider mints (with --signer, of the tokens the sidecar signs: at least 60).")
     var tokenLifetime: Double = 12
-    @Option(help: "key-file: no provider; the sidecar signs every token with a throwaway service-account key file (mode 0600) that the stand-in Fleet Engine knows.")
+    @Option(help: "key-file: no provider; the sidecar signs every token with a throwaway service-account key file (mode 0600) that the stand-in Fleet Engine knows. iam: the stand-in Google's IAM signJwt signs them, authorised by its metadata server's access token.")
     var signer: String?
 
     func execute() -> Int32 {
         var options = DemoOptions()
         if let signer {
-            guard signer == "key-file" else {
-                return fail("demo --signer takes key-file (iam and adc are not available in this build)")
+            switch signer {
+            case "key-file": options.signWithKeyFile = true
+            case "iam": options.signWithIAM = true
+            default: return fail("demo --signer takes key-file or iam")
             }
-            options.signWithKeyFile = true
         }
         options.vehicles = max(1, vehicles)
         options.duration = max(1, duration)
@@ -55,7 +56,7 @@ struct StandIn: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "stand-in",
         abstract: "Run a loopback stand-in (for benchmarks and trials).",
-        subcommands: [Provider.self, FleetEngine.self, ServiceAccount.self])
+        subcommands: [Provider.self, FleetEngine.self, ServiceAccount.self, Google.self])
 
     /// Serves `handler` on `address` until SIGTERM or SIGINT; exit status 0.
     static func serve(_ handler: @escaping HTTPHandler, named name: String, on address: ListenAddress, loop: EventLoop) throws -> Int32 {
@@ -67,6 +68,47 @@ struct StandIn: ParsableCommand {
         loop.run()
         server.close()
         return 0
+    }
+
+    /// Google's credential endpoints for `--signer adc` (docs/CONTRACT.md §4a): the OAuth token
+    /// endpoint and the metadata server's token path on one port, for a service account made
+    /// at start whose public key `stand-in fleet-engine --jwks` is given.
+    struct Google: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Serve the OAuth token endpoint (POST /token) and the metadata server's token path, as Google's check them.")
+
+        @Option(help: "Listen address (loopback, with a port: the key file's token_uri names it).")
+        var listen = "127.0.0.1:4192"
+        @Option(help: "The project of the service account (the provider id of the calls Fleet Engine accepts).")
+        var project = "p"
+        @Option(help: "Write the service account's key file here (mode 0600), its token_uri this stand-in: GOOGLE_APPLICATION_CREDENTIALS for the sidecar.")
+        var keyFileOut: String?
+        @Option(help: "Write the service account's public keys (JWKS) here, for `stand-in fleet-engine --jwks`; name it ACCOUNT.json to bind the key to the account.")
+        var jwksOut: String?
+        @Option(help: "Answer every token request with this status (400 and 403 as an invalid_grant refusal, others with a short body), for trying the error rows.")
+        var answerStatus: Int?
+        @Option(help: "Access token lifetime in seconds.")
+        var tokenLifetime: Double = 3600
+
+        func execute() throws -> Int32 {
+            let address = try ListenAddress.parse(listen)
+            guard address.isLoopback else { throw ConfigError("stand-in listens on loopback only") }
+            let loop = try EventLoop()
+            let clock = SystemClock()
+            let account = try StandInServiceAccount(name: "fleet-admin", project: project)
+            let google = StandInGoogle(account: account, scheduler: loop, wallClock: { clock.wallNow })
+            google.tokenURI = "http://\(address)/token"
+            google.tokenLifetime = tokenLifetime
+            if let status = answerStatus {
+                google.failure = status == 400 || status == 403
+                    ? .refuse(status: status, error: "invalid_grant", description: "the stand-in was told to refuse")
+                    : .status(status)
+            }
+            if let keyFileOut { try account.writeKeyFile(to: keyFileOut, tokenURI: google.tokenURI) }
+            if let jwksOut { try account.jwksText().write(toFile: jwksOut, atomically: true, encoding: .utf8) }
+            StandardStreams.error("stand-in google account \(account.email) key \(account.keyPair.keyID)\n")
+            return try StandIn.serve(google.handler, named: "google", on: address, loop: loop)
+        }
     }
 
     /// A token provider that mints Fleet Engine shaped JWTs with a key made at start.

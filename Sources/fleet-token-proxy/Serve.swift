@@ -23,10 +23,16 @@ struct Serve: ParsableCommand {
     var upstreamProtocol = "auto"
     @Option(help: "Token provider URL template with {type}, {id} and {provider}; the source of every token type no --signer names.")
     var providerUrl: String?
-    @Option(help: ArgumentHelp("Sign tokens locally: [TYPES=]key-file:PATH, TYPES a comma list of vehicle, trip, delivery_vehicle, task, tracking, fleet (default: every type no other --signer names). Repeatable; the key file is re-read on SIGHUP.", valueName: "[TYPES=]SOURCE"))
+    @Option(help: ArgumentHelp("Where tokens of some types come from instead of the provider: [TYPES=]key-file:PATH (sign locally), [TYPES=]iam:EMAIL (sign with IAM signJwt as EMAIL, authorised by Application Default Credentials) or [TYPES=]adc (attach the Application Default Credentials' access token), TYPES a comma list of vehicle, trip, delivery_vehicle, task, tracking, fleet (default: every type no other --signer names). Repeatable; the key file is re-read on SIGHUP.", valueName: "[TYPES=]SOURCE"))
     var signer: [String] = []
     @Option(help: "Seconds from iat to exp of a token a --signer mints (60 to 3600).")
     var signedTokenLifetime: Double = 3600
+    @Option(help: "OAuth 2.0 token endpoint for Application Default Credentials (a service-account key file's token_uri wins).")
+    var oauthTokenEndpoint = GoogleEndpoint.oauthTokenDefault
+    @Option(help: "Authenticate to the token provider with a Google-signed ID token for this audience, from Application Default Credentials (a provider on Cloud Run or Cloud Functions behind IAM).")
+    var providerIdTokenAudience: String?
+    @Option(help: "IAM Service Account Credentials API for --signer iam:EMAIL.")
+    var iamEndpoint = GoogleEndpoint.iamDefault
     @Option(help: "'Name: value' header sent to the token provider (repeatable).")
     var providerHeader: [String] = []
     @Option(help: "File with one 'Name: value' header a line, re-read on SIGHUP.")
@@ -71,6 +77,9 @@ struct Serve: ParsableCommand {
         var config = Configuration(upstream: try UpstreamURL.parse(upstream), providerURL: try providerUrl.map { try ProviderURLTemplate.parse($0) })
         config.signers = try signer.map { try SignerFlag.parse($0) }
         config.signedTokenLifetime = signedTokenLifetime
+        config.oauthTokenEndpoint = try GoogleEndpoint.parse(oauthTokenEndpoint, what: "--oauth-token-endpoint")
+        config.iamEndpoint = try GoogleEndpoint.parse(iamEndpoint, what: "--iam-endpoint")
+        config.providerIDTokenAudience = providerIdTokenAudience
         config.listen = try ListenAddress.parse(listen)
         config.allowNonLoopback = allowNonLoopback
         config.upstreamCAFile = try readableFile(upstreamCaFile, flag: "--upstream-ca-file")
@@ -114,8 +123,9 @@ struct Serve: ParsableCommand {
     }
 
     func execute() throws -> Int32 {
-        let config = try makeConfiguration()
+        var config = try makeConfiguration()
         let environment = ProcessEnvironment.current()
+        config.credentialEnvironment = environment
         let logger = LogSetup.makeLogger(level: config.logLevel)
         // Read (and unset) before anything else can start a child that would inherit them.
         let activated = try SocketActivation.takeFromEnvironment(environment)

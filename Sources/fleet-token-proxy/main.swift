@@ -18,6 +18,7 @@ let serveFlags: [EnvironmentArguments.Flag] = [
     .init("drain-timeout"), .init("upstream-idle-timeout"), .init("log-level"),
     .init("provider-backoff-max"), .init("max-buffered-bytes"),
     .init("signer", repeatable: true), .init("signed-token-lifetime"),
+    .init("oauth-token-endpoint"), .init("iam-endpoint"), .init("provider-id-token-audience"),
 ]
 
 struct FleetTokenProxyCommand: ParsableCommand {
@@ -43,6 +44,7 @@ func main() -> Int32 {
         if let provider = command as? StandIn.Provider { return try provider.execute() }
         if let engine = command as? StandIn.FleetEngine { return try engine.execute() }
         if let account = command as? StandIn.ServiceAccount { return try account.execute() }
+        if let google = command as? StandIn.Google { return try google.execute() }
         try command.run()
         return 0
     } catch let error as ConfigError {

@@ -11,15 +11,19 @@ final class TokenSourcePlanTests: XCTestCase {
         XCTAssertEqual(try SignerFlag.parse("key-file:/keys/a=b.json"), SignerFlag(types: nil, source: .keyFile(path: "/keys/a=b.json")))
     }
 
-    func testUnknownTypesSourcesAndTheModesOfALaterBuildAreRefused() {
+    func testEverySourceIsReadAndUnknownTypesAndSourcesAreRefused() throws {
         func message(_ text: String) -> String {
             do {
                 _ = try SignerFlag.parse(text)
                 return "accepted"
             } catch { return error.message }
         }
-        XCTAssertTrue(message("iam:robot@p.iam.gserviceaccount.com").contains("not available in this build"))
-        XCTAssertTrue(message("trip=adc").contains("adc is not available in this build"))
+        XCTAssertEqual(try SignerFlag.parse("fleet,task=iam:robot@p.iam.gserviceaccount.com"),
+                       SignerFlag(types: [.fleet, .task], source: .iam(account: "robot@p.iam.gserviceaccount.com")))
+        XCTAssertTrue(message("iam:robot").contains("NAME@PROJECT"))
+        XCTAssertTrue(message("iam:a/b@p").contains("NAME@PROJECT"), "nothing that would change IAM's URL path")
+        XCTAssertEqual(try SignerFlag.parse("trip=adc"), SignerFlag(types: [.trip], source: .adc))
+        XCTAssertEqual(try SignerFlag.parse("adc"), SignerFlag(types: nil, source: .adc))
         XCTAssertTrue(message("key-file:").contains("PATH"))
         XCTAssertTrue(message("vehicles=key-file:/k").contains("--signer must be"), "a misspelt type is not a type")
         XCTAssertTrue(message("/k.json").contains("--signer must be"))

@@ -205,11 +205,6 @@ final class KeyFileSignerTests: XCTestCase {
                           saying: "no token source for delivery_vehicle, task, tracking, fleet")
     }
 
-    func testIAMAndADCAreRefusedAsNotAvailableInThisBuild() throws {
-        try assertRefused(["--signer", "iam:robot@p.iam.gserviceaccount.com"], saying: "iam:EMAIL is not available in this build")
-        try assertRefused(["--signer", "fleet=adc"], saying: "adc is not available in this build")
-    }
-
     func testOverlappingSignersAndBadKeysAreRefused() throws {
         try StandInServiceAccount(project: "p").writeKeyFile(to: keyFile)
         try assertRefused(["--signer", "vehicle,trip=key-file:\(keyFile)", "--signer", "trip=key-file:\(keyFile)"],

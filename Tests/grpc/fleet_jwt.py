@@ -199,6 +199,8 @@ class TokenVerifier:
         return self.check_token(value[7:].strip(), entity, now)
 
     def check_token(self, token: str, entity: Entity, now: float) -> Verdict:
+        if token.startswith(ACCESS_TOKEN_PREFIX):
+            return self.check_access_token(token, entity, now)
         parts = token.split(".")
         if len(parts) != 3:
             return _unauthenticated("malformed_token", f"a JWT has 3 parts, this has {len(parts)}")
@@ -246,6 +248,38 @@ class TokenVerifier:
         if not covers(claim, entity):
             return _denied("entity_not_covered", f"the authorization claim does not cover {entity.type} {entity.id}")
         return ACCEPTED
+
+
+    def check_access_token(self, token: str, entity: Entity, now: float) -> Verdict:
+        """A stand-in Google access token (`--signer adc`): `ya29.standin.<claims>.<RS256 by the
+        account's key>`, as `fleet-token-proxy stand-in google` mints them. It acts for its
+        account on every entity of the account's project, as an admin role's token does."""
+        parts = token[len(ACCESS_TOKEN_PREFIX):].split(".")
+        try:
+            if len(parts) != 2:
+                raise ValueError("two parts")
+            claims = json.loads(b64url_decode(parts[0]))
+            signature = b64url_decode(parts[1])
+        except ValueError:
+            return _unauthenticated("malformed_token", "not a stand-in access token")
+        if not isinstance(claims, dict):
+            return _unauthenticated("malformed_token", "the access token's claims are not an object")
+        account = claims.get("sub")
+        candidates = [key for kid, key, owner in self.keys if kid == claims.get("kid") and (owner is None or owner == account)]
+        if not candidates:
+            return _unauthenticated("unknown_key_id", "the access token's key is not a known key of its account")
+        signed = (ACCESS_TOKEN_PREFIX + parts[0]).encode("ascii")
+        if not any(_verifies(key, signed, signature) for key in candidates):
+            return _unauthenticated("bad_signature", "the access token's signature does not verify")
+        if not _is_number(claims.get("exp")) or claims["exp"] <= now:
+            return _unauthenticated("expired", "the access token expired")
+        if not isinstance(account, str) or project_of(account) != entity.provider:
+            return _denied("wrong_project", f"the service account is not one of project {entity.provider}")
+        return ACCEPTED
+
+
+# What the stand-in Google's access tokens start with (Sources/FleetTokenProxyStandIns/StandInAccessToken.swift).
+ACCESS_TOKEN_PREFIX = "ya29.standin."
 
 
 def covers(claim: dict, entity: Entity) -> bool:

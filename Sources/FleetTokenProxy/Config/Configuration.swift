@@ -39,6 +39,17 @@ package struct Configuration: Sendable {
     package var signers: [SignerFlag] = []
     /// `exp − iat` of a token a signer mints (`--signed-token-lifetime`).
     package var signedTokenLifetime: Double = 3600
+    /// Where ADC exchanges a key or a refresh token for an access token
+    /// (`--oauth-token-endpoint`); a service-account key file's own `token_uri` wins.
+    package var oauthTokenEndpoint = try! GoogleEndpoint.parse(GoogleEndpoint.oauthTokenDefault, what: "--oauth-token-endpoint")
+    /// The audience of the Google-signed ID token sent to the provider
+    /// (`--provider-id-token-audience`): a provider behind Google IAM (Cloud Run, Cloud Functions).
+    package var providerIDTokenAudience: String?
+    /// The IAM Service Account Credentials API `iam:` signs with (`--iam-endpoint`).
+    package var iamEndpoint = try! GoogleEndpoint.parse(GoogleEndpoint.iamDefault, what: "--iam-endpoint")
+    /// The environment Application Default Credentials are looked for in
+    /// (`GOOGLE_APPLICATION_CREDENTIALS`, `HOME`, `CLOUDSDK_CONFIG`, `GCE_METADATA_HOST`).
+    package var credentialEnvironment: [String: String] = [:]
 
     package init(upstream: UpstreamURL, providerURL: ProviderURLTemplate?) {
         self.upstream = upstream
@@ -64,6 +75,11 @@ package struct Configuration: Sendable {
     }
 
     /// The checks that span several settings; each failure is one line for stderr.
+    /// Whether Application Default Credentials are needed: for `iam:`, `adc` or a provider ID token.
+    var usesADC: Bool {
+        providerIDTokenAudience != nil || signers.contains { $0.source.usesADC }
+    }
+
     package func validate() throws(ConfigError) {
         if !listen.isLoopback && !allowNonLoopback {
             throw ConfigError("--listen \(listen) is not a loopback address or unix socket; add --allow-non-loopback to listen there")
@@ -82,7 +98,18 @@ package struct Configuration: Sendable {
         if !Self.signedTokenLifetimes.contains(signedTokenLifetime) {
             throw ConfigError("--signed-token-lifetime must be 60 to 3600 seconds")
         }
-        _ = try tokenSources()
+        let plan = try tokenSources()
+        if let audience = providerIDTokenAudience {
+            guard plan.usesProvider else {
+                throw ConfigError("--provider-id-token-audience authenticates to the token provider, which no token type uses")
+            }
+            guard !audience.isEmpty, audience.utf8.count <= 2048, audience.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
+                throw ConfigError("--provider-id-token-audience must be a URL or name of visible ASCII (the provider's URL, as Cloud Run expects)")
+            }
+            if providerHeaders.contains(where: { $0.name.lowercased() == "authorization" }) {
+                throw ConfigError("--provider-id-token-audience sends its own Authorization header to the provider; drop the --provider-header Authorization")
+            }
+        }
         if limits.maxBufferedBytes < Self.minimumBufferedBytes {
             throw ConfigError("--max-buffered-bytes must be at least \(Self.minimumBufferedBytes)")
         }

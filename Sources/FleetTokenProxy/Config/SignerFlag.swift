@@ -5,6 +5,18 @@ package struct SignerFlag: Sendable, Equatable {
     package enum Source: Sendable, Equatable {
         /// Sign locally with the service-account key in this file.
         case keyFile(path: String)
+        /// Attach the Application Default Credentials' access token itself.
+        case adc
+        /// Sign with IAM `signJwt` as this service account, authorised by ADC.
+        case iam(account: String)
+
+        /// Whether the source needs Application Default Credentials.
+        package var usesADC: Bool {
+            switch self {
+            case .adc, .iam: return true
+            case .keyFile: return false
+            }
+        }
     }
 
     /// nil: every type no other `--signer` names.
@@ -45,11 +57,24 @@ package struct SignerFlag: Sendable, Equatable {
             guard !path.isEmpty else { throw ConfigError("--signer key-file: needs the key file's path (key-file:PATH)") }
             return .keyFile(path: String(path))
         }
-        if text.hasPrefix("iam:") || text == "adc" {
-            let name = text == "adc" ? "adc" : "iam:EMAIL"
-            throw ConfigError("--signer \(name) is not available in this build; only key-file:PATH is")
+        if text == "adc" { return .adc }
+        if text.hasPrefix("iam:") {
+            let account = String(text.dropFirst("iam:".count))
+            // It goes into IAM's URL path and every token's iss: an email of the characters
+            // service-account names use.
+            let allowed: (UInt8) -> Bool = {
+                switch $0 {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                     UInt8(ascii: "@"), UInt8(ascii: "."), UInt8(ascii: "-"), UInt8(ascii: "_"): return true
+                default: return false
+                }
+            }
+            guard account.contains("@"), account.utf8.count <= 256, account.utf8.allSatisfy(allowed) else {
+                throw ConfigError("--signer iam: needs the signing service account's email (iam:NAME@PROJECT.iam.gserviceaccount.com)")
+            }
+            return .iam(account: account)
         }
         let types = EntityType.allCases.map(\.rawValue).joined(separator: ",")
-        throw ConfigError("--signer must be [TYPES=]key-file:PATH (TYPES from \(types)), not \(ConfigError.quoted(text))")
+        throw ConfigError("--signer must be [TYPES=]key-file:PATH, [TYPES=]iam:EMAIL or [TYPES=]adc (TYPES from \(types)), not \(ConfigError.quoted(text))")
     }
 }

@@ -48,12 +48,16 @@ struct FleetEngineClaims: Sendable, Equatable {
     /// `base64url(header) . base64url(claims)`: what the signature covers.
     package var signingInput: String {
         let header: JSONish = .object(["alg": .string("RS256"), "typ": .string("JWT"), "kid": .string(keyID)])
-        let claims: JSONish = .object([
+        return Base64URL.encode(Array(header.jsonText.utf8)) + "." + Base64URL.encode(Array(claimsJSON.utf8))
+    }
+
+    /// The claims as JSON text: the payload IAM `signJwt` signs (it writes the header itself).
+    package var claimsJSON: String {
+        JSONish.object([
             "iss": .string(account), "sub": .string(account), "aud": .string(TokenScopeCheck.audience),
             "iat": .number(Double(issuedAt)), "exp": .number(Double(expiresAt)),
             "authorization": .object(authorization),
-        ])
-        return Base64URL.encode(Array(header.jsonText.utf8)) + "." + Base64URL.encode(Array(claims.jsonText.utf8))
+        ]).jsonText
     }
 
     /// The claims as the token cache's scope check reads them, so it need not decode the token.

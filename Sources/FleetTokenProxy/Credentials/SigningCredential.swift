@@ -28,4 +28,12 @@ final class SigningCredential: Sendable {
                 "signing a token for \(key.type.rawValue) \(quoted(key.id)) with key \(keyID) failed: \(error.message)"))
         }
     }
+
+    /// A compact RS256 JWT of `claims`, with this key's `kid` (the JWT-bearer assertion an
+    /// ADC service account exchanges for an access token, RFC 7523).
+    package func signJWT(claims: JSONish) throws(SigningKeyError) -> String {
+        let header: JSONish = .object(["alg": .string("RS256"), "typ": .string("JWT"), "kid": .string(keyID)])
+        let input = Base64URL.encode(Array(header.jsonText.utf8)) + "." + Base64URL.encode(Array(claims.jsonText.utf8))
+        return input + "." + Base64URL.encode(try key.sign(Array(input.utf8)))
+    }
 }

@@ -14,4 +14,8 @@ final class TokenSources: TokenFetcher {
     func fetch(_ key: EntityKey, completion: @escaping (Result<FetchedToken, ProxyFailure>) -> Void) {
         byType[Int(key.type.ordinal)].fetch(key, completion: completion)
     }
+
+    func refused(_ key: EntityKey, token: String) {
+        byType[Int(key.type.ordinal)].refused(key, token: token)
+    }
 }

@@ -17,6 +17,10 @@ package final class Sidecar {
     /// One per `--signer`, in flag order; they share `signingWorkers`.
     private let signers: [KeyFileSigner]
     private let signingWorkers: WorkerPool?
+    /// The ADC access token, when a `--signer` needs it.
+    private let accessTokens: ADCTokenSource?
+    /// IAM's client, when an `iam:` signer uses it.
+    private let iam: EndpointClient?
     private let cache: TokenCache
     private let metrics: ProxyMetrics
     private var admin: AdminServer?
@@ -31,8 +35,10 @@ package final class Sidecar {
         let metrics = configuration.adminListen != nil ? ProxyMetrics.bootstrapped() : ProxyMetrics()
         self.metrics = metrics
         let tls = try Self.makeTLSContexts(configuration, metrics: metrics)
-        let sources = try Self.makeTokenSources(configuration, providerTLS: tls.provider, loop: loop, clock: clock, logger: logger, metrics: metrics)
+        let sources = try Self.makeTokenSources(configuration, tls: tls, loop: loop, clock: clock, logger: logger, metrics: metrics)
         provider = sources.provider
+        accessTokens = sources.accessTokens
+        iam = sources.iam
         signers = sources.signers
         signingWorkers = sources.workers
         cache = TokenCache(
@@ -79,6 +85,8 @@ package final class Sidecar {
         var upstream: TLSContext?
         var upstreamH2: TLSContext?
         var provider: TLSContext?
+        /// Google's credential endpoints (ADC), with the system's CAs.
+        var google: TLSContext?
     }
 
     private static func makeTLSContexts(_ configuration: Configuration, metrics: ProxyMetrics) throws -> TLSContexts {
@@ -90,7 +98,8 @@ package final class Sidecar {
             ? try TrustStore.file(configuration.upstreamCAFile, or: systemTrust) : nil
         let providerTrust = configuration.providerURL?.scheme == .https
             ? try TrustStore.file(configuration.providerCAFile, or: systemTrust) : nil
-        if upstreamTrust === systemTrust || providerTrust === systemTrust { try systemTrust.load() }
+        let usesADC = configuration.usesADC
+        if upstreamTrust === systemTrust || providerTrust === systemTrust || usesADC { try systemTrust.load() }
         let route = RESTUpstreamRoute(configuration.upstreamProtocol, tls: upstreamTrust != nil)
         return TLSContexts(
             upstream: upstreamTrust.map {
@@ -103,21 +112,26 @@ package final class Sidecar {
             },
             provider: providerTrust.map {
                 TLSContext.client(trust: $0) { metrics.tlsHandshakeFinished(peer: .provider, resumed: $0) }
-            })
+            },
+            google: usesADC ? TLSContext.client(trust: systemTrust) { metrics.tlsHandshakeFinished(peer: .provider, resumed: $0) } : nil)
     }
 
     /// Where each token type's tokens come from (docs/CONTRACT.md §4a): the provider for the
-    /// types no `--signer` names, a key-file signer (on a shared worker pool) for the others.
+    /// types no `--signer` names, a key-file signer (on a shared worker pool) or the ADC access
+    /// token for the others.
     private struct Sources {
         var provider: ProviderClient?
         var signers: [KeyFileSigner]
         var workers: WorkerPool?
+        var accessTokens: ADCTokenSource?
+        var iam: EndpointClient?
         var fetcher: TokenSources
     }
 
     private static func makeTokenSources(
-        _ configuration: Configuration, providerTLS: TLSContext?, loop: EventLoop, clock: TokenClock, logger: Logger, metrics: ProxyMetrics
+        _ configuration: Configuration, tls: TLSContexts, loop: EventLoop, clock: TokenClock, logger: Logger, metrics: ProxyMetrics
     ) throws -> Sources {
+        let providerTLS = tls.provider
         let plan = try configuration.tokenSources()
         var providerClient: ProviderClient?
         if plan.usesProvider, let template = configuration.providerURL {
@@ -131,28 +145,60 @@ package final class Sidecar {
                 timeout: configuration.providerTimeout, concurrency: configuration.providerConcurrency,
                 clock: clock, logger: logger, metrics: metrics)
         }
-        let workers = configuration.signers.isEmpty ? nil : WorkerPool(threads: WorkerPool.defaultThreads, queueLimit: Self.signingQueueLimit)
+        var accessTokens: ADCTokenSource?
+        if configuration.usesADC {
+            let credentials = try ApplicationDefaultCredentials.find(environment: configuration.credentialEnvironment)
+            func source(_ kind: ADCTokenSource.Kind) throws -> ADCTokenSource {
+                try ADCTokenSource(
+                    credentials: credentials, kind: kind, tokenEndpoint: configuration.oauthTokenEndpoint, loop: loop, tls: tls.google,
+                    timeout: configuration.providerTimeout, backoff: BackoffPolicy(maximum: configuration.providerBackoffMax),
+                    minValidity: configuration.minTokenValidity, clock: clock, logger: logger)
+            }
+            if configuration.signers.contains(where: { $0.source.usesADC }) { accessTokens = try source(.access) }
+            if let audience = configuration.providerIDTokenAudience { providerClient?.idTokens = try source(.identity(audience: audience)) }
+            logger.notice("application default credentials found", metadata: [
+                "credentials": "\(credentials.origin)",
+                "token_endpoint": "\((accessTokens ?? providerClient?.idTokens).map { "\($0.endpoint)" } ?? "none")",
+            ])
+        }
+        let needsWorkers = configuration.signers.contains { if case .keyFile = $0.source { true } else { false } }
+        let workers = needsWorkers ? WorkerPool(threads: WorkerPool.defaultThreads, queueLimit: Self.signingQueueLimit) : nil
         var keyFileSigners: [KeyFileSigner] = []
+        var fetchers: [TokenFetcher] = []
+        // One client for every iam: signer: they share IAM's connections.
+        var iam: EndpointClient?
         for flag in configuration.signers {
             switch flag.source {
+            case .adc:
+                fetchers.append(AccessTokenSigner(source: accessTokens!, clock: clock))
+            case .iam(let account):
+                let client = iam ?? EndpointClient(
+                    loop: loop, endpoint: configuration.iamEndpoint, name: "IAM signJwt", tls: tls.google,
+                    timeout: configuration.providerTimeout, maxConnections: configuration.providerConcurrency, logger: logger)
+                iam = client
+                fetchers.append(IAMSigner(account: account, accessTokens: accessTokens!, endpoint: configuration.iamEndpoint, client: client,
+                                          lifetime: configuration.signedTokenLifetime, clock: clock))
             case .keyFile(let path):
                 do {
-                    keyFileSigners.append(try KeyFileSigner(
+                    let signer = try KeyFileSigner(
                         path: path, loop: loop, workers: workers!, lifetime: configuration.signedTokenLifetime,
-                        clock: clock, logger: logger))
+                        clock: clock, logger: logger)
+                    keyFileSigners.append(signer)
+                    fetchers.append(signer)
                 } catch {
                     workers?.stop()
                     throw error
                 }
             }
         }
-        let fetcher = TokenSources { [keyFileSigners, providerClient] type in
+        let fetcher = TokenSources { [fetchers, providerClient] type in
             switch plan.sources[type]! {
             case .provider: providerClient!
-            case .signer(let index): keyFileSigners[index]
+            case .signer(let index): fetchers[index]
             }
         }
-        return Sources(provider: providerClient, signers: keyFileSigners, workers: workers, fetcher: fetcher)
+        return Sources(provider: providerClient, signers: keyFileSigners, workers: workers, accessTokens: accessTokens,
+                       iam: iam, fetcher: fetcher)
     }
 
     /// Binds the configured listener (and the admin listener); returns the bound address (real
@@ -263,6 +309,9 @@ package final class Sidecar {
             finished = true
             server.closeAll()
             provider?.close()
+            provider?.idTokens?.close()
+            accessTokens?.close()
+            iam?.close()
             signingWorkers?.stop()
             core.upstream.close()
             core.upstreamH2.close()

@@ -11,12 +11,18 @@ package struct FetchedToken: Sendable, Equatable {
     /// them again (a decode is most of a cold miss's CPU); nil for an opaque token, or when
     /// the value was made without them. Derived from `token`, so not part of equality.
     package var claims: JWTClaims?
+    /// An OAuth access token from ADC (`--signer adc`): opaque by design, so the JWT claim
+    /// check (`TokenScopeCheck`) does not read it, whatever it looks like.
+    package var isOpaqueAccessToken: Bool
+    /// Who handed the token out, for a claim check's refusal ("token provider", "IAM signJwt").
+    package var answeredBy: StaticString = "token provider"
 
-    package init(token: String, expiresAt: Double, issuedAt: Double? = nil, claims: JWTClaims? = nil) {
+    package init(token: String, expiresAt: Double, issuedAt: Double? = nil, claims: JWTClaims? = nil, isOpaqueAccessToken: Bool = false) {
         self.token = token
         self.expiresAt = expiresAt
         self.issuedAt = issuedAt
         self.claims = claims
+        self.isOpaqueAccessToken = isOpaqueAccessToken
     }
 
     package static func == (lhs: FetchedToken, rhs: FetchedToken) -> Bool {

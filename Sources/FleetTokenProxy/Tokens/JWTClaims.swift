@@ -126,7 +126,7 @@ package enum Base64URL {
     }
 
     /// Nil for an empty part, a character outside the alphabet, or an impossible length.
-    static func decode<C: Collection>(_ text: C) -> [UInt8]? where C.Element == UInt8 {
+    package static func decode<C: Collection>(_ text: C) -> [UInt8]? where C.Element == UInt8 {
         guard !text.isEmpty, text.count % 4 != 1 else { return nil }
         var output: [UInt8] = []
         output.reserveCapacity(text.count * 3 / 4)

@@ -225,6 +225,7 @@ final class TokenCache {
         switch slots[index].entry.invalidate(token: token, now: now) {
         case .dropped?:
             statistics.invalidations += 1
+            fetcher.refused(key, token: token)
             runTimer(slot: index, now: now)
         case .tooSoon?:
             statistics.invalidationsHeldOff += 1

@@ -4,4 +4,12 @@ protocol TokenFetcher: AnyObject {
     /// Fetches a token for `key` and calls `completion` exactly once, either before returning
     /// or later on the same thread.
     func fetch(_ key: EntityKey, completion: @escaping (Result<FetchedToken, ProxyFailure>) -> Void)
+
+    /// Fleet Engine answered 401 to `token`, fetched for `key`, and the cache dropped it: a
+    /// source that shares one token among entities (ADC) drops it too.
+    func refused(_ key: EntityKey, token: String)
+}
+
+extension TokenFetcher {
+    func refused(_ key: EntityKey, token: String) {}
 }

@@ -20,23 +20,24 @@ enum TokenScopeCheck {
 
     /// Nil when `token` may be used for `key` at wall-clock `wallNow`; otherwise why not.
     package static func problem(with token: FetchedToken, for key: EntityKey, wallNow: Double) -> ProxyFailure? {
+        guard !token.isOpaqueAccessToken else { return nil }
         // The claims `ProviderAnswer` read, when the token came from there; otherwise decoded.
         guard let claims = token.claims ?? JWTClaims.decode(token.token) else { return nil }
 
         let audiences = claims.aud
         guard audiences.contains(where: isFleetEngineAudience) else {
             let named = audiences.isEmpty ? "no audience" : "audience \(quoted(audiences[0]))"
-            return refuse("token provider answered a token for \(named) when asked for one for Fleet Engine (\(quoted(audience)))")
+            return refuse("\(token.answeredBy) answered a token for \(named) when asked for one for Fleet Engine (\(quoted(audience)))")
         }
 
         if let exp = claims.exp, exp - wallNow > maximumTimeToExpiry {
             return refuse(
-                "token provider answered a token that expires in \(Int((exp - wallNow).rounded())) s; "
+                "\(token.answeredBy) answered a token that expires in \(Int((exp - wallNow).rounded())) s; "
                     + "Fleet Engine tokens live at most an hour (at most \(Int(maximumTimeToExpiry)) s accepted)")
         }
 
         guard !covers(claims, key) else { return nil }
-        return refuse("token provider answered a token for \(describe(claims)) when asked for \(describe(key))")
+        return refuse("\(token.answeredBy) answered a token for \(describe(claims)) when asked for \(describe(key))")
     }
 
     private static func isFleetEngineAudience(_ value: String) -> Bool {

@@ -2,6 +2,7 @@ import Dispatch
 @testable import FleetTokenProxy
 @testable import FleetTokenProxyStandIns
 import Foundation
+import XCTest
 
 /// The loopback stand-ins (token provider, Fleet Engine) on their own event loop thread inside
 /// the test process, so a test can change their behaviour and read their counts.
@@ -13,6 +14,9 @@ final class StandInHost: @unchecked Sendable {
     let keyPair: RSAKeyPair
     private(set) var provider: StandInProvider!
     private(set) var fleetEngine: StandInFleetEngine!
+    /// Google's credential endpoints, when asked for (`google: true`).
+    private(set) var google: StandInGoogle?
+    private(set) var googleAddress = ""
     private var servers: [BufferedHTTPServer] = []
     private(set) var providerAddress = ""
     private(set) var fleetEngineAddress = ""
@@ -24,7 +28,8 @@ final class StandInHost: @unchecked Sendable {
     private(set) var seenRequests: [HTTPRequest] = []
 
     /// Starts both stand-ins on ephemeral loopback ports; `tls` serves Fleet Engine over TLS.
-    init(fleetEngineTLS tls: (cert: String, key: String)? = nil) throws {
+    /// With `google`, the stand-in Google too, its account trusted by Fleet Engine (project "p").
+    init(fleetEngineTLS tls: (cert: String, key: String)? = nil, google withGoogle: Bool = false) throws {
         // As the sidecar's main does: a TLS write to a peer that left (the sidecar's start-up
         // HTTP/2 connection, closed when this HTTP/1.1 stand-in declines h2) is an error return.
         signal(SIGPIPE, SIG_IGN)
@@ -44,6 +49,16 @@ final class StandInHost: @unchecked Sendable {
         let feServer = BufferedHTTPServer(loop: loop, tls: tlsContext, handler: fleetEngine.handler)
         fleetEngineAddress = try feServer.listen(on: .inet(host: "127.0.0.1", port: 0))
         servers = [providerServer, feServer]
+        if withGoogle {
+            let account = try StandInServiceAccount(name: "fleet-admin", project: "p")
+            let google = StandInGoogle(account: account, scheduler: loop, wallClock: { clock.wallNow })
+            let googleServer = BufferedHTTPServer(loop: loop, handler: google.handler)
+            googleAddress = try googleServer.listen(on: .inet(host: "127.0.0.1", port: 0))
+            google.tokenURI = "http://\(googleAddress)/token"
+            fleetEngine.tokenCheck.trustedKeys.append(account.trustedKey)
+            servers.append(googleServer)
+            self.google = google
+        }
         let loop = self.loop
         let stopped = self.stopped
         let thread = Thread {
@@ -52,6 +67,20 @@ final class StandInHost: @unchecked Sendable {
         }
         self.thread = thread
         thread.start()
+    }
+
+    /// Serves the stand-in Google on `port` as well (a token endpoint that comes up late).
+    func serveGoogle(onPort port: UInt16) throws {
+        let google = try XCTUnwrap(google)
+        var failure: Error?
+        sync {
+            let server = BufferedHTTPServer(loop: self.loop, handler: google.handler)
+            do {
+                _ = try server.listen(on: .inet(host: "127.0.0.1", port: port))
+                self.servers.append(server)
+            } catch { failure = error }
+        }
+        if let failure { throw failure }
     }
 
     var providerTemplate: String { "http://\(providerAddress)/token/{provider}/{type}/{id}" }

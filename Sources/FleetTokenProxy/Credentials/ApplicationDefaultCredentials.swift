@@ -1,0 +1,87 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Where Application Default Credentials come from (docs/CONTRACT.md §4a), found at start in
+/// Google's order: the file `GOOGLE_APPLICATION_CREDENTIALS` names, then gcloud's
+/// `application_default_credentials.json`, then the metadata server of a Google Cloud host.
+package enum ApplicationDefaultCredentials: Sendable, Equatable {
+    /// A service-account key: a JWT-bearer assertion signed with it is exchanged at the token
+    /// endpoint (its own `token_uri` when it has one).
+    case serviceAccount(ServiceAccountKey, file: String)
+    /// A user's refresh token (`gcloud auth application-default login`), exchanged at the
+    /// token endpoint.
+    case authorizedUser(AuthorizedUserCredentials, file: String)
+    /// The metadata server at `host` (`host[:port]`), which hands out the attached service
+    /// account's token.
+    case metadataServer(host: String)
+
+    /// Google's metadata server; `GCE_METADATA_HOST` names another, as Google's libraries allow.
+    package static let metadataHost = "metadata.google.internal"
+    /// Where gcloud keeps the user's ADC file, under `$CLOUDSDK_CONFIG` or `~/.config/gcloud`.
+    static let gcloudFile = "application_default_credentials.json"
+    /// The DMI product name of a Compute Engine VM (GKE nodes and Cloud Run alike say so).
+    static let dmiProductName = "/sys/class/dmi/id/product_name"
+    /// An ADC file is a few kilobytes.
+    static let maximumFileBytes = 64 * 1024
+
+    /// Finds the credentials in `environment`; no credentials anywhere is one start-up line
+    /// naming every place looked in. `readFile` is nil for a file that does not exist;
+    /// `probeMetadataServer` asks the link-local address, last (a second at most).
+    package static func find(
+        environment: [String: String], readFile: (String) -> [UInt8]? = Self.readFile,
+        probeMetadataServer: () -> Bool = { MetadataServerProbe.answers() }
+    ) throws(ConfigError) -> ApplicationDefaultCredentials {
+        if let path = environment["GOOGLE_APPLICATION_CREDENTIALS"], !path.isEmpty {
+            guard let bytes = readFile(path) else {
+                throw ConfigError("GOOGLE_APPLICATION_CREDENTIALS names \(path), which cannot be read (or is larger than \(maximumFileBytes) bytes)")
+            }
+            return try parse(bytes, file: path)
+        }
+        let gcloudDirectory = environment["CLOUDSDK_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? ((environment["HOME"] ?? "") + "/.config/gcloud")
+        let gcloudPath = gcloudDirectory + "/" + gcloudFile
+        if let bytes = readFile(gcloudPath) {
+            return try parse(bytes, file: gcloudPath)
+        }
+        if let host = environment["GCE_METADATA_HOST"], !host.isEmpty {
+            return .metadataServer(host: host)
+        }
+        // What Google's libraries check before they probe the network: a VM says so in DMI.
+        if let name = readFile(dmiProductName), String(decoding: name, as: UTF8.self).contains("Google") {
+            return .metadataServer(host: metadataHost)
+        }
+        if probeMetadataServer() {
+            return .metadataServer(host: MetadataServerProbe.address)
+        }
+        throw ConfigError(
+            "no Application Default Credentials: GOOGLE_APPLICATION_CREDENTIALS is not set, \(gcloudPath) does not exist, "
+                + "and this is not a Google Cloud host (no GCE_METADATA_HOST, \(dmiProductName) does not name Google, "
+                + "no metadata server answered at \(MetadataServerProbe.address))")
+    }
+
+    /// An ADC file's credentials, by its `type`.
+    package static func parse(_ bytes: [UInt8], file: String) throws(ConfigError) -> ApplicationDefaultCredentials {
+        switch ADCFile.parse(bytes) {
+        case .success(.serviceAccount(let key)): return .serviceAccount(key, file: file)
+        case .success(.authorizedUser(let user)): return .authorizedUser(user, file: file)
+        case .failure(let error): throw ConfigError("credentials file \(file) \(error.message)")
+        }
+    }
+
+    /// Where the credentials are, for the start-up line; never a secret.
+    package var origin: String {
+        switch self {
+        case .serviceAccount(let key, let file): return "\(file) (service account \(key.clientEmail))"
+        case .authorizedUser(_, let file): return "\(file) (authorized user)"
+        case .metadataServer(let host): return "the metadata server at \(host)"
+        }
+    }
+
+    package static func readFile(_ path: String) -> [UInt8]? {
+        guard let data = FileManager.default.contents(atPath: path), data.count <= maximumFileBytes else { return nil }
+        return Array(data)
+    }
+}

@@ -1,0 +1,54 @@
+/// `--signer [TYPES=]iam:EMAIL` (docs/CONTRACT.md §4a): each entity's claims, as `key-file:`
+/// builds them, signed by the IAM Service Account Credentials API's `signJwt` as EMAIL,
+/// authorised by the ADC access token (and, for a user's credentials, billed to its quota
+/// project). A 401 drops the access token and the call is made once more with a fresh one. The
+/// signed JWT goes through the cache's claim check like a provider's.
+///
+/// Loop-bound: not `Sendable`.
+final class IAMSigner: TokenFetcher {
+    let account: String
+    private let accessTokens: ADCTokenSource
+    private let client: EndpointClient
+    private let target: String
+    private let lifetime: Double
+    private let clock: TokenClock
+
+    init(account: String, accessTokens: ADCTokenSource, endpoint: GoogleEndpoint, client: EndpointClient, lifetime: Double, clock: TokenClock) {
+        self.account = account
+        self.accessTokens = accessTokens
+        self.client = client
+        target = endpoint.target("/v1/projects/-/serviceAccounts/\(account):signJwt")
+        self.lifetime = lifetime
+        self.clock = clock
+    }
+
+    func fetch(_ key: EntityKey, completion: @escaping (Result<FetchedToken, ProxyFailure>) -> Void) {
+        let claims = FleetEngineClaims(for: key, account: account, keyID: "", wallNow: clock.wallNow, lifetime: lifetime)
+        let body = Array(JSONish.object(["payload": .string(claims.claimsJSON)]).jsonText.utf8)
+        sign(body, retry: true, completion: completion)
+    }
+
+    private func sign(_ body: [UInt8], retry: Bool, completion: @escaping (Result<FetchedToken, ProxyFailure>) -> Void) {
+        accessTokens.token { [self] result in
+            switch result {
+            case .failure(let failure):
+                completion(.failure(failure))
+            case .success(let held):
+                var headers = [
+                    HeaderField(name: "Authorization", value: "Bearer " + held.value),
+                    HeaderField(name: "Content-Type", value: "application/json"),
+                    HeaderField(name: "Accept", value: "application/json"),
+                ]
+                if let project = accessTokens.quotaProject { headers.append(HeaderField(name: "x-goog-user-project", value: project)) }
+                client.send(method: "POST", target: target, headers: headers, body: body) { [self] answer in
+                    if retry, case .success(let answer) = answer, answer.status == 401 {
+                        // The access token was revoked or expired early: a fresh one, once.
+                        accessTokens.refused(held.value)
+                        return sign(body, retry: false, completion: completion)
+                    }
+                    completion(answer.flatMap { GoogleAnswer.interpret($0, from: client.name, SignJwtAnswer.parse) })
+                }
+            }
+        }
+    }
+}

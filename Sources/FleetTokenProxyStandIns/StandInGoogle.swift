@@ -1,0 +1,314 @@
+import FleetTokenProxy
+
+/// Google's credential endpoints on one loopback port (docs/CONTRACT.md §4a), so they share
+/// which access tokens are valid: the OAuth token endpoint (`POST /token`, JWT-bearer and
+/// refresh-token grants), the metadata server's token path, and IAM's `signJwt`
+/// (`POST /v1/projects/-/serviceAccounts/EMAIL:signJwt`). Each checks
+/// what Google's checks: the assertion's RS256 signature, `aud`, `exp` and scope; the client
+/// secret and refresh token; the `Metadata-Flavor` header; the bearer token. `failure` makes
+/// them refuse or fail, for the error rows.
+///
+/// Loop-bound: call `handler`, change settings and read counts on one thread.
+package final class StandInGoogle {
+    /// How the next token requests go wrong, if at all.
+    package enum Failure: Sendable, Equatable {
+        /// This status with an OAuth error body (`error`, `error_description`).
+        case refuse(status: Int, error: String, description: String)
+        /// This status with a short body (5xx, 429).
+        case status(Int)
+        /// 200 with a body that is not a token answer.
+        case garbage
+        /// The normal answer, this many seconds later.
+        case delay(Double)
+    }
+
+    /// The service account whose key signs access tokens and `signJwt` payloads, and whose
+    /// key the JWT-bearer assertions must be signed with (the account ADC's key file holds).
+    package let account: StandInServiceAccount
+    /// A user's `authorized_user` credentials: the refresh grant must match them.
+    package var authorizedUser: (clientID: String, clientSecret: String, refreshToken: String)?
+    /// The token URI assertions must name in `aud` (this stand-in's own `/token` URL).
+    package var tokenURI = ""
+    package var tokenLifetime: Double = 3600
+    package var failure: Failure?
+    /// How the next `signJwt` calls go wrong (`refuse` answers in Google APIs' error shape).
+    package var signJwtFailure: Failure?
+    package private(set) var signJwtRequests = 0
+    /// Signs a payload whose `authorization` claim names another vehicle: a JWT that verifies
+    /// but is for the wrong entity, which the sidecar's claim check must stop.
+    package var signsForAnotherEntity = false
+
+    package private(set) var tokenRequests = 0
+    package private(set) var metadataRequests = 0
+    /// `x-goog-user-project` values seen on IAM calls.
+    package private(set) var quotaProjects: [String] = []
+    /// Access tokens handed out and not revoked.
+    package private(set) var validTokens: Set<String> = []
+    /// ID tokens handed out, by audience, for the stand-in provider to check.
+    package private(set) var idTokens: [String: String] = [:]
+    package private(set) var identityRequests = 0
+
+    private let scheduler: Scheduler
+    private let wallClock: () -> Double
+    private var serial = 0
+
+    package init(account: StandInServiceAccount, scheduler: Scheduler, wallClock: @escaping () -> Double) {
+        self.account = account
+        self.scheduler = scheduler
+        self.wallClock = wallClock
+    }
+
+    package static let metadataTokenPath = "/computeMetadata/v1/instance/service-accounts/default/token"
+    package static let metadataIdentityPath = "/computeMetadata/v1/instance/service-accounts/default/identity"
+
+    /// Whether `token` is an ID token this stand-in handed out for `audience`.
+    package func isIDToken(_ token: String, for audience: String) -> Bool { idTokens[token] == audience }
+
+    /// Forgets every access token handed out, as a revocation would.
+    package func revokeAll() { validTokens.removeAll() }
+
+    package var handler: HTTPHandler {
+        { request, respond in self.handle(request, respond) }
+    }
+
+    private func handle(_ request: HTTPRequest, _ respond: @escaping (HTTPResponse) -> Void) {
+        // Google's metadata server names itself on every answer; a probe looks for it.
+        let isMetadata = request.path.hasPrefix("/computeMetadata/")
+        let respond: (HTTPResponse) -> Void = { response in
+            var response = response
+            if isMetadata { response.headers.add("Metadata-Flavor", "Google") }
+            respond(response)
+        }
+        switch (request.method, String(request.path)) {
+        case ("GET", "/computeMetadata/v1/"):
+            guard request.headers["Metadata-Flavor"] == "Google" else {
+                return respond(HTTPResponse(status: 403, headers: ["Content-Type": "text/html"], body: Array("Missing Metadata-Flavor:Google header.".utf8)))
+            }
+            respond(HTTPResponse(status: 200, headers: ["Content-Type": "application/text"], body: Array("instance/\nproject/\n".utf8)))
+        case ("POST", "/token"):
+            tokenRequests += 1
+            if let problem = checkGrant(request.body) { return respond(problem) }
+            if let audience = targetAudience(request.body) {
+                identityRequests += 1
+                return respond(idTokenAnswer(for: audience, json: true))
+            }
+            answerToken(respond)
+        case ("GET", Self.metadataIdentityPath):
+            identityRequests += 1
+            guard request.headers["Metadata-Flavor"] == "Google" else {
+                return respond(HTTPResponse(status: 403, headers: ["Content-Type": "text/html"], body: Array("Missing Metadata-Flavor:Google header.".utf8)))
+            }
+            let query = request.target.split(separator: "?", maxSplits: 1).dropFirst().first.map { Self.form(Array($0.utf8)) } ?? [:]
+            guard let audience = query["audience"], !audience.isEmpty else {
+                return respond(HTTPResponse(status: 400, headers: ["Content-Type": "text/plain"], body: Array("non-empty audience parameter required".utf8)))
+            }
+            respond(idTokenAnswer(for: audience, json: false))
+        case ("GET", Self.metadataTokenPath):
+            metadataRequests += 1
+            guard request.headers["Metadata-Flavor"] == "Google" else {
+                return respond(HTTPResponse(status: 403, headers: ["Content-Type": "text/html"], body: Array("Missing Metadata-Flavor:Google header.".utf8)))
+            }
+            answerToken(respond)
+        case ("POST", let path) where path.hasPrefix(Self.signJwtPrefix) && path.hasSuffix(":signJwt"):
+            signJwtRequests += 1
+            let email = String(path.dropFirst(Self.signJwtPrefix.count).dropLast(":signJwt".count))
+            if case .delay(let seconds)? = signJwtFailure {
+                scheduler.schedule(after: seconds) { [self] in respond(signJwt(as: email, request)) }
+            } else {
+                respond(signJwt(as: email, request))
+            }
+        default:
+            respond(Self.oauthError(404, "not_found", "the stand-in Google has no \(request.method) \(request.path)"))
+        }
+    }
+
+    /// Nil when the form is a grant Google would honour; otherwise its refusal.
+    private func checkGrant(_ body: [UInt8]) -> HTTPResponse? {
+        let form = Self.form(body)
+        switch form["grant_type"] {
+        case "urn:ietf:params:oauth:grant-type:jwt-bearer":
+            guard let assertion = form["assertion"] else { return Self.oauthError(400, "invalid_request", "no assertion") }
+            return checkAssertion(assertion)
+        case "refresh_token":
+            guard let user = authorizedUser else { return Self.oauthError(400, "unsupported_grant_type", "no user credentials configured") }
+            guard form["client_id"] == user.clientID, form["client_secret"] == user.clientSecret else {
+                return Self.oauthError(401, "invalid_client", "The OAuth client was not found.")
+            }
+            guard form["refresh_token"] == user.refreshToken else {
+                return Self.oauthError(400, "invalid_grant", "Bad Request")
+            }
+            return nil
+        default:
+            return Self.oauthError(400, "unsupported_grant_type", "Invalid grant_type")
+        }
+    }
+
+    private func checkAssertion(_ assertion: String) -> HTTPResponse? {
+        let check = FleetEngineTokenCheck(trustedKeys: [account.trustedKey])
+        let parts = assertion.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let claimBytes = JWTMinter.Base64URL.decode(parts[1]),
+              case .object(let claims)? = JSONish.parse(claimBytes),
+              let header = JWTMinter.Base64URL.decode(parts[0]).flatMap({ JSONish.parse($0) }),
+              case .object(let headerFields) = header, headerFields["alg"]?.stringValue == "RS256",
+              let signature = JWTMinter.Base64URL.decode(parts[2])
+        else { return Self.oauthError(400, "invalid_grant", "Invalid JWT: malformed") }
+        let signed = Array(assertion.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
+        guard claims["iss"]?.stringValue == account.email,
+              check.trustedKeys.contains(where: { $0.publicKey.verify(signed, signature: signature) })
+        else { return Self.oauthError(400, "invalid_grant", "Invalid JWT Signature.") }
+        guard claims["aud"]?.stringValue == tokenURI else {
+            return Self.oauthError(400, "invalid_grant", "Invalid JWT: aud must be \(tokenURI)")
+        }
+        let now = wallClock()
+        guard let exp = claims["exp"]?.numberValue, let iat = claims["iat"]?.numberValue, exp > now, exp - iat <= 3600, iat <= now + 60 else {
+            return Self.oauthError(400, "invalid_grant", "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe.")
+        }
+        // An ID token grant names its audience instead of a scope.
+        if claims["target_audience"]?.stringValue != nil { return nil }
+        guard let scope = claims["scope"]?.stringValue, scope.split(separator: " ").contains("https://www.googleapis.com/auth/cloud-platform") else {
+            return Self.oauthError(400, "invalid_scope", "cloud-platform scope missing")
+        }
+        return nil
+    }
+
+    /// The `target_audience` of a JWT-bearer assertion that asks for an ID token.
+    private func targetAudience(_ body: [UInt8]) -> String? {
+        guard let assertion = Self.form(body)["assertion"] else { return nil }
+        let parts = assertion.split(separator: ".")
+        guard parts.count == 3, let bytes = JWTMinter.Base64URL.decode(parts[1]), case .object(let claims)? = JSONish.parse(bytes) else { return nil }
+        return claims["target_audience"]?.stringValue
+    }
+
+    /// A Google-signed ID token for `audience` (`iss` accounts.google.com, `aud`, `email`), as
+    /// JSON from the token endpoint or as text from the metadata server.
+    private func idTokenAnswer(for audience: String, json: Bool) -> HTTPResponse {
+        let now = Int(wallClock())
+        let header = JSONish.object(["alg": .string("RS256"), "kid": .string(account.keyPair.keyID), "typ": .string("JWT")]).jsonText
+        let claims = JSONish.object([
+            "iss": .string("https://accounts.google.com"), "aud": .string(audience), "sub": .string("1234567890"),
+            "email": .string(account.email), "iat": .number(Double(now)), "exp": .number(Double(now + Int(tokenLifetime))),
+        ]).jsonText
+        let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
+        guard let signature = try? account.keyPair.sign(Array(input.utf8)) else { return Self.oauthError(500, "internal", "could not sign") }
+        let token = input + "." + Base64URL.encode(signature)
+        idTokens[token] = audience
+        if json { return .json(200, JSONish.object(["id_token": .string(token)]).jsonText) }
+        return HTTPResponse(status: 200, headers: ["Content-Type": "text/html"], body: Array(token.utf8))
+    }
+
+    static let signJwtPrefix = "/v1/projects/-/serviceAccounts/"
+
+    /// IAM `signJwt`: the bearer token must be one this stand-in handed out, the account its
+    /// own; the payload a JSON object whose `exp` is at most 12 hours ahead, as IAM requires.
+    /// IAM writes the header itself, with `kid` = the key it signs with.
+    private func signJwt(as email: String, _ request: HTTPRequest) -> HTTPResponse {
+        let bearer = request.headers["Authorization"].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+        guard let bearer, validTokens.contains(bearer) else {
+            return Self.apiError(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
+        }
+        if let quota = request.headers["x-goog-user-project"] { quotaProjects.append(quota) }
+        switch signJwtFailure {
+        case .refuse(let status, _, let description)?:
+            return Self.apiError(status, status == 403 ? "PERMISSION_DENIED" : "INVALID_ARGUMENT", description)
+        case .status(let status)?:
+            return Self.apiError(status, "UNAVAILABLE", "The service is currently unavailable.")
+        case .garbage?:
+            return .json(200, #"{"keyId": "k"}"#)
+        case .delay?, nil:
+            // A delay is the caller's to apply; the answer itself is the normal one.
+            break
+        }
+        guard email == account.email else {
+            return Self.apiError(403, "PERMISSION_DENIED", "Permission 'iam.serviceAccounts.signJwt' denied on resource (or it may not exist).")
+        }
+        guard case .object(let body)? = JSONish.parse(request.body), let payload = body["payload"]?.stringValue,
+              case .object(let claims)? = JSONish.parse(Array(payload.utf8))
+        else { return Self.apiError(400, "INVALID_ARGUMENT", "Invalid JSON payload received.") }
+        guard let exp = claims["exp"]?.numberValue, exp <= wallClock() + 12 * 3600 else {
+            return Self.apiError(400, "INVALID_ARGUMENT", "JWT validation failed: exp is missing or too far in the future")
+        }
+        var signed = payload
+        if signsForAnotherEntity {
+            var changed = claims
+            changed["authorization"] = .object(["vehicleid": .string("someone-else")])
+            signed = JSONish.object(changed).jsonText
+        }
+        let header = JSONish.object(["alg": .string("RS256"), "kid": .string(account.keyPair.keyID), "typ": .string("JWT")]).jsonText
+        let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(signed.utf8))
+        guard let signature = try? account.keyPair.sign(Array(input.utf8)) else { return Self.apiError(500, "INTERNAL", "could not sign") }
+        return .json(200, JSONish.object([
+            "keyId": .string(account.keyPair.keyID), "signedJwt": .string(input + "." + Base64URL.encode(signature)),
+        ]).jsonText)
+    }
+
+    /// Google APIs' error shape: `{"error": {"code", "message", "status"}}`.
+    static func apiError(_ code: Int, _ status: String, _ message: String) -> HTTPResponse {
+        .json(code, JSONish.object(["error": .object([
+            "code": .number(Double(code)), "message": .string(message), "status": .string(status),
+        ])]).jsonText)
+    }
+
+    private func answerToken(_ respond: @escaping (HTTPResponse) -> Void) {
+        switch failure {
+        case .refuse(let status, let error, let description)?:
+            respond(Self.oauthError(status, error, description))
+        case .status(let status)?:
+            respond(HTTPResponse(status: status, headers: ["Content-Type": "text/plain"], body: Array("stand-in Google told to answer \(status)".utf8)))
+        case .garbage?:
+            respond(.json(200, #"{"token_type": "Bearer"}"#))
+        case .delay(let seconds)?:
+            scheduler.schedule(after: seconds) { [self] in respond(tokenAnswer()) }
+        case nil:
+            respond(tokenAnswer())
+        }
+    }
+
+    private func tokenAnswer() -> HTTPResponse {
+        serial += 1
+        let token: String
+        do {
+            token = try StandInAccessToken.mint(
+                account: account.email, keyPair: account.keyPair, expiresAt: Int(wallClock() + tokenLifetime), serial: serial)
+        } catch {
+            return Self.oauthError(500, "internal", "could not sign")
+        }
+        validTokens.insert(token)
+        return .json(200, JSONish.object([
+            "access_token": .string(token), "expires_in": .number((tokenLifetime - 1).rounded()), "token_type": .string("Bearer"),
+        ]).jsonText)
+    }
+
+    /// `application/x-www-form-urlencoded` pairs, percent-decoded.
+    static func form(_ body: [UInt8]) -> [String: String] {
+        var fields: [String: String] = [:]
+        for pair in body.split(separator: UInt8(ascii: "&")) {
+            let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2, let name = decode(parts[0]), let value = decode(parts[1]) else { continue }
+            fields[name] = value
+        }
+        return fields
+    }
+
+    private static func decode(_ bytes: ArraySlice<UInt8>) -> String? {
+        var out: [UInt8] = []
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "+") {
+                out.append(UInt8(ascii: " "))
+            } else if byte == UInt8(ascii: "%") {
+                guard index + 2 < bytes.endIndex, let value = UInt8(String(decoding: bytes[(index + 1)...(index + 2)], as: UTF8.self), radix: 16) else { return nil }
+                out.append(value)
+                index += 2
+            } else {
+                out.append(byte)
+            }
+            index += 1
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func oauthError(_ status: Int, _ error: String, _ description: String) -> HTTPResponse {
+        .json(status, JSONish.object(["error": .string(error), "error_description": .string(description)]).jsonText)
+    }
+}
