@@ -1,7 +1,7 @@
 """A stand-in Fleet Engine answering REST over HTTP/2 (h2c with prior knowledge, or TLS with
 ALPN h2), for the sidecar's REST-over-HTTP/2 upstream (`--upstream-protocol h2`, and `auto` on
 https). Over TLS, a connection whose ALPN is not h2 (the context offers http/1.1 only, or no
-ALPN) is served as plain HTTP/1.1 keep-alive with Content-Length, tokens judged the same way;
+ALPN) is served as plain HTTP/1.1 keep-alive (Content-Length or chunked bodies), tokens judged the same way;
 `protocols` lists each connection's ALPN answer.
 
 Every request's token is judged as the gRPC stand-in does (`TokenVerifier.check_metadata`) for
@@ -137,7 +137,7 @@ class StandInRESTOverH2:
             sock.close()
 
     def _serve_http1(self, sock, number: int) -> None:
-        """HTTP/1.1 keep-alive, Content-Length bodies only: each request recorded as an HTTP/2
+        """HTTP/1.1 keep-alive, Content-Length or chunked bodies (no trailers): each request recorded as an HTTP/2
         one would be (pseudo-fields from its request line, stream 0) and its token judged."""
         buffered = b""
         while True:
@@ -153,13 +153,33 @@ class StandInRESTOverH2:
             for line in lines[1:]:
                 name, _, value = line.partition(":")
                 headers.append((name.strip().lower(), value.strip()))
-            length = int(dict(headers).get("content-length", "0"))
-            while len(buffered) < length:
-                data = sock.recv(65536)
-                if not data:
-                    return
-                buffered += data
-            body, buffered = buffered[:length], buffered[length:]
+            if dict(headers).get("transfer-encoding") == "chunked":
+                body = bytearray()
+                while True:
+                    while b"\r\n" not in buffered:
+                        if not (data := sock.recv(65536)):
+                            return
+                        buffered += data
+                    size_line, _, buffered = buffered.partition(b"\r\n")
+                    size = int(size_line, 16)
+                    while len(buffered) < size + 2:
+                        if not (data := sock.recv(65536)):
+                            return
+                        buffered += data
+                    if size == 0:
+                        buffered = buffered[2:]  # no trailers: the last chunk's CRLF ends the body
+                        break
+                    body += buffered[:size]
+                    buffered = buffered[size + 2:]
+                body = bytes(body)
+            else:
+                length = int(dict(headers).get("content-length", "0"))
+                while len(buffered) < length:
+                    data = sock.recv(65536)
+                    if not data:
+                        return
+                    buffered += data
+                body, buffered = buffered[:length], buffered[length:]
             entity = _rest_entity(path)
             authorization = [v for k, v in headers if k == "authorization"]
             ok = entity is not None and self.verifier.check_metadata(authorization, entity, time.time()).ok

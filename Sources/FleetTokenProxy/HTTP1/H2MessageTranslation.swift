@@ -8,18 +8,7 @@ package enum H2MessageTranslation {
     /// and the one `authorization`, and `bodyLength` becomes the one `content-length`.
     static func requestFields(of fields: HeadFields, bodyLength: Int?) -> H2HeaderList {
         var list = H2HeaderList()
-        let listed = HopByHop.connectionTokens(fields)
-        var lower: [UInt8] = []
-        fields.withView { view in
-            for i in 0..<view.count {
-                let name = view.name(i)
-                if HopByHop.dropFromRequest(name) { continue }
-                if listed.contains(where: { view.slice($0).equalsIgnoringCase(name) }) { continue }
-                lower.removeAll(keepingCapacity: true)
-                for b in name.buffer { lower.append(b | (b &- 0x41 < 26 ? 0x20 : 0)) }
-                lower.withUnsafeBufferPointer { list.append(name: ByteView($0), value: view.value(i)) }
-            }
-        }
+        HopByHop.appendEndToEndFields(of: fields, dropping: HopByHop.dropFromRequest, lowerCasedTo: &list)
         if let bodyLength { list.append(name: "content-length", value: String(bodyLength)) }
         return list
     }
@@ -95,7 +84,7 @@ package enum H2MessageTranslation {
         return bytes.allSatisfy { $0 < 0x80 } || isUTF8(bytes)
     }
 
-    private static func isUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    static func isUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var decoder = UTF8()
         var input = bytes.makeIterator()
         while true {
@@ -113,7 +102,7 @@ package enum H2MessageTranslation {
     }
 
     /// A decimal of at most 15 digits (a length no body reaches), nil otherwise.
-    private static func decimal(_ value: ByteView) -> Int? {
+    static func decimal(_ value: ByteView) -> Int? {
         guard value.count > 0, value.count <= 15 else { return nil }
         var n = 0
         for b in value.buffer {
