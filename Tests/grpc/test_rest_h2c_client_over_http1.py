@@ -24,10 +24,11 @@ from standin_rest_h2 import StandInRESTOverH2
 
 
 def h2c_call(sidecar, method: str, path: str, body_parts: list[bytes] = (), headers=(),
-             pause: float = 0.0) -> tuple[int, dict[str, str], bytes]:
+             pause: float = 0.0, read_pause: float = 0.0) -> tuple[int, dict[str, str], bytes]:
     """One REST call over h2c with prior knowledge; the body goes as one DATA frame per part
     (each ≤ 16 KiB, all within the first window), with no content-length, `pause` seconds after
-    the first part (so the sidecar has sent the head before the body ends)."""
+    the first part (so the sidecar has sent the head before the body ends); the answer is read
+    `read_pause` seconds after its head (so the sidecar holds what the client has not taken)."""
     host, port = sidecar.address.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=10) as s:
         conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
@@ -48,6 +49,7 @@ def h2c_call(sidecar, method: str, path: str, body_parts: list[bytes] = (), head
                 if isinstance(event, h2.events.ResponseReceived):
                     answer_fields = dict(event.headers)
                     status = int(answer_fields[":status"])
+                    time.sleep(read_pause)
                 elif isinstance(event, h2.events.DataReceived):
                     body += event.data
                     conn.acknowledge_received_data(event.flow_controlled_length, 1)
@@ -119,6 +121,37 @@ def test_pinned_http11_streams_a_body_of_unknown_length_chunked(sidecar_factory,
         body = b"y" * 300_000
         assert curl_h2c(sidecar, "PUT", vehicle(new_id("v-")), "--data-binary", "@-", stdin=body) == ("2", "200")
         assert engine.requests[1].body == body and engine.requests[1].header("content-length") == ["300000"]
+    finally:
+        engine.stop()
+
+
+def test_a_large_chunked_answer_streams_back_within_the_client_window(sidecar_factory, signing_key, pki, tmp_path, new_id):
+    engine = tls_engine(signing_key, pki, tmp_path, ["h2", "http/1.1"])
+    try:
+        sidecar = tls_sidecar(sidecar_factory, engine, pki, "--upstream-protocol", "http1.1")
+        # 1 MiB through a 64 KiB client window: the sidecar pauses reading the upstream while
+        # the client is behind, and the answer arrives whole and de-chunked.
+        status, fields, answer = h2c_call(sidecar, "GET", vehicle(new_id("bigchunked-")), read_pause=0.5)
+        assert status == 200
+        assert "content-length" not in fields and "transfer-encoding" not in fields
+        assert answer == b"".join(bytes([0x61 + i % 26]) * 0x4000 for i in range(64))
+        status, _, _ = h2c_call(sidecar, "GET", vehicle(new_id("v-")))
+        assert status == 200
+        assert len({r.connection for r in engine.requests}) == 1, "the connection went back to the pool after the answer"
+    finally:
+        engine.stop()
+
+
+def test_a_bodiless_401_is_retried_once_with_a_fresh_token(sidecar_factory, signing_key, pki, tmp_path, new_id):
+    engine = tls_engine(signing_key, pki, tmp_path, ["h2", "http/1.1"])
+    try:
+        sidecar = tls_sidecar(sidecar_factory, engine, pki, "--upstream-protocol", "http1.1")
+        status, _, answer = h2c_call(sidecar, "PUT", vehicle(new_id("once401-")), [b'{"a":1}'])
+        assert status == 200, answer
+        assert [r.status for r in engine.requests] == [401, 200]
+        assert all(r.body == b'{"a":1}' and r.stream == 0 for r in engine.requests)
+        # The 401's connection went back to the pool: the retry reused it.
+        assert len({r.connection for r in engine.requests}) == 1
     finally:
         engine.stop()
 
