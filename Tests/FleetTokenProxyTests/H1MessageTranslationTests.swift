@@ -13,7 +13,7 @@ final class H1MessageTranslationTests: XCTestCase {
     }
 
     private func refusal(method: String = "GET", path: String = "/v1/x", _ fields: [([UInt8], [UInt8])]) -> ProxyFailure? {
-        H1MessageTranslation.refusal(method: method, path: path, fields: H2HeaderList(testFields: fields))
+        H1MessageTranslation.refusal(method: method, path: path, fields: H2HeaderList(fields.map { (name: $0.0, value: $0.1) }))
     }
 
     func testTheRequestHeadHasTheUpstreamsHostEndToEndFieldsTheSidecarsFramingAndOneToken() {
@@ -111,7 +111,7 @@ final class H1MessageTranslationTests: XCTestCase {
                 let name = Bool.random(using: &rng) ? Array(names.randomElement(using: &rng)!.utf8) : bytes(4)
                 fields.append((name, Bool.random(using: &rng) ? Array("12".utf8) : bytes(6)))
             }
-            let list = H2HeaderList(testFields: fields)
+            let list = H2HeaderList(fields.map { (name: $0.0, value: $0.1) })
             guard H1MessageTranslation.refusal(method: "POST", path: "/v1/x", fields: list) == nil else { continue }
             accepted += 1
             let framing = try H1MessageTranslation.framing(wholeBody: nil, declaredLength: H1MessageTranslation.declaredLength(list)).get()

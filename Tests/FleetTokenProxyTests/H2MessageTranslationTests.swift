@@ -3,7 +3,7 @@ import XCTest
 
 /// The translation between an HTTP/1.1 client's REST call and the HTTP/2 upstream.
 final class H2MessageTranslationTests: XCTestCase {
-    private func list(_ fields: [([UInt8], [UInt8])]) -> H2HeaderList { H2HeaderList(testFields: fields) }
+    private func list(_ fields: [([UInt8], [UInt8])]) -> H2HeaderList { H2HeaderList(fields.map { (name: $0.0, value: $0.1) }) }
     private func list(_ fields: [(String, String)]) -> H2HeaderList { H2HeaderList(testFields: fields) }
 
     private func parse(_ bytes: [UInt8]) -> (ResponseHead, consumed: Int)? {

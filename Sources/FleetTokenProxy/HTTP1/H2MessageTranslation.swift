@@ -63,13 +63,7 @@ package enum H2MessageTranslation {
 
     /// `http1Head` over a field list given as byte arrays (for the fuzz target's invariant).
     package static func http1Head(fields: [(name: [UInt8], value: [UInt8])]) -> [UInt8]? {
-        var list = H2HeaderList()
-        for field in fields {
-            field.name.withUnsafeBufferPointer { name in
-                field.value.withUnsafeBufferPointer { value in list.append(name: ByteView(name), value: ByteView(value)) }
-            }
-        }
-        return http1Head(list)
+        http1Head(H2HeaderList(fields))
     }
 
     /// Whether a field of the answer's head is copied into the HTTP/1.1 head (see `http1Head`).

@@ -3,7 +3,7 @@
 /// as the HTTP/2 field list relayed. The sidecar writes the framing both ways from what it
 /// knows of the body, never from a field the client sent, so a stream becomes exactly one
 /// HTTP/1.1 request (docs/CONTRACT.md §7).
-enum H1MessageTranslation {
+package enum H1MessageTranslation {
     /// How the request body is framed upstream.
     enum RequestFraming: Equatable {
         /// No body, and no framing field.
@@ -117,6 +117,20 @@ enum H1MessageTranslation {
         out.write(literal: "Authorization: Bearer ")
         out.write(token)
         out.write(literal: "\r\n\r\n")
+    }
+
+    /// The request head for a stream's head given as byte arrays (`:method` and `:path` among
+    /// them, else POST and `/v1/x`), its body's length unknown, nil when `refusal` refuses it
+    /// (for the fuzz target's invariant).
+    package static func requestHead(fields: [(name: [UInt8], value: [UInt8])], host: String, token: String) -> [UInt8]? {
+        let pseudo = { (name: String) in fields.first { $0.name == Array(name.utf8) }.map { String(decoding: $0.value, as: UTF8.self) } }
+        let method = pseudo(":method") ?? "POST", path = pseudo(":path") ?? "/v1/x"
+        let list = H2HeaderList(fields.filter { $0.name.first != UInt8(ascii: ":") })
+        guard refusal(method: method, path: path, fields: list) == nil,
+              case .success(let framing) = framing(wholeBody: nil, declaredLength: declaredLength(list)) else { return nil }
+        return HeadWriter.bytes {
+            writeRequestHead(method: method, path: path, fields: list, host: host, token: token, framing: framing, to: &$0)
+        }
     }
 
     /// The HTTP/2 head for an HTTP/1.1 answer whose body is framed as `framing`: `:status`, the
