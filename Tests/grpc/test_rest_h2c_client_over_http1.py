@@ -100,60 +100,58 @@ def test_pinned_http11_carries_h2c_clients_rest_by_http1_and_grpc_by_h2(sidecar_
     assert fleet_engine.mux.connections_opened("h2") >= 1
 
 
-def test_pinned_http11_streams_a_body_of_unknown_length_chunked(sidecar_factory, signing_key, pki, tmp_path, new_id):
+@pytest.fixture
+def pinned_http11(sidecar_factory, signing_key, pki, tmp_path):
+    """A TLS stand-in offering h2 and http/1.1, and a sidecar with `--upstream-protocol http1.1`."""
     engine = tls_engine(signing_key, pki, tmp_path, ["h2", "http/1.1"])
     try:
-        sidecar = tls_sidecar(sidecar_factory, engine, pki, "--upstream-protocol", "http1.1")
-        parts = [b"a" * 1000, b"b" * 16_000, b"c" * 16_000, b"d" * 5]
-        status, fields, answer = h2c_call(sidecar, "PUT", vehicle(new_id("v-")), parts, pause=1.0,
-                                          headers=[("content-type", "application/json"), ("x-custom", "kept"), ("te", "trailers")])
-        assert status == 200, answer
-        assert fields["x-standin"] == "rest-http1" and "content-length" in fields
-        assert b'"bodyBytes": 33005' in answer
-        [seen] = engine.requests
-        assert seen.stream == 0, "over HTTP/1.1"
-        assert seen.body == b"".join(parts)
-        assert seen.header("transfer-encoding") == ["chunked"] and seen.header("content-length") == []
-        assert seen.header("host") == [engine.address]
-        assert seen.header("x-custom") == ["kept"] and seen.header("te") == []
-        assert len(seen.header("authorization")) == 1
-        # A large body with a length streams by its Content-Length.
-        body = b"y" * 300_000
-        assert curl_h2c(sidecar, "PUT", vehicle(new_id("v-")), "--data-binary", "@-", stdin=body) == ("2", "200")
-        assert engine.requests[1].body == body and engine.requests[1].header("content-length") == ["300000"]
+        yield engine, tls_sidecar(sidecar_factory, engine, pki, "--upstream-protocol", "http1.1")
     finally:
         engine.stop()
 
 
-def test_a_large_chunked_answer_streams_back_within_the_client_window(sidecar_factory, signing_key, pki, tmp_path, new_id):
-    engine = tls_engine(signing_key, pki, tmp_path, ["h2", "http/1.1"])
-    try:
-        sidecar = tls_sidecar(sidecar_factory, engine, pki, "--upstream-protocol", "http1.1")
-        # 1 MiB through a 64 KiB client window: the sidecar pauses reading the upstream while
-        # the client is behind, and the answer arrives whole and de-chunked.
-        status, fields, answer = h2c_call(sidecar, "GET", vehicle(new_id("bigchunked-")), read_pause=0.5)
-        assert status == 200
-        assert "content-length" not in fields and "transfer-encoding" not in fields
-        assert answer == b"".join(bytes([0x61 + i % 26]) * 0x4000 for i in range(64))
-        status, _, _ = h2c_call(sidecar, "GET", vehicle(new_id("v-")))
-        assert status == 200
-        assert len({r.connection for r in engine.requests}) == 1, "the connection went back to the pool after the answer"
-    finally:
-        engine.stop()
+def test_pinned_http11_streams_a_body_of_unknown_length_chunked(pinned_http11, new_id):
+    engine, sidecar = pinned_http11
+    parts = [b"a" * 1000, b"b" * 16_000, b"c" * 16_000, b"d" * 5]
+    status, fields, answer = h2c_call(sidecar, "PUT", vehicle(new_id("v-")), parts, pause=1.0,
+                                      headers=[("content-type", "application/json"), ("x-custom", "kept"), ("te", "trailers")])
+    assert status == 200, answer
+    assert fields["x-standin"] == "rest-http1" and "content-length" in fields
+    assert b'"bodyBytes": 33005' in answer
+    [seen] = engine.requests
+    assert seen.stream == 0, "over HTTP/1.1"
+    assert seen.body == b"".join(parts)
+    assert seen.header("transfer-encoding") == ["chunked"] and seen.header("content-length") == []
+    assert seen.header("host") == [engine.address]
+    assert seen.header("x-custom") == ["kept"] and seen.header("te") == []
+    assert len(seen.header("authorization")) == 1
+    # A large body with a length streams by its Content-Length.
+    body = b"y" * 300_000
+    assert curl_h2c(sidecar, "PUT", vehicle(new_id("v-")), "--data-binary", "@-", stdin=body) == ("2", "200")
+    assert engine.requests[1].body == body and engine.requests[1].header("content-length") == ["300000"]
 
 
-def test_a_bodiless_401_is_retried_once_with_a_fresh_token(sidecar_factory, signing_key, pki, tmp_path, new_id):
-    engine = tls_engine(signing_key, pki, tmp_path, ["h2", "http/1.1"])
-    try:
-        sidecar = tls_sidecar(sidecar_factory, engine, pki, "--upstream-protocol", "http1.1")
-        status, _, answer = h2c_call(sidecar, "PUT", vehicle(new_id("once401-")), [b'{"a":1}'])
-        assert status == 200, answer
-        assert [r.status for r in engine.requests] == [401, 200]
-        assert all(r.body == b'{"a":1}' and r.stream == 0 for r in engine.requests)
-        # The 401's connection went back to the pool: the retry reused it.
-        assert len({r.connection for r in engine.requests}) == 1
-    finally:
-        engine.stop()
+def test_a_large_chunked_answer_streams_back_within_the_client_window(pinned_http11, new_id):
+    engine, sidecar = pinned_http11
+    # 1 MiB through a 64 KiB client window: the sidecar pauses reading the upstream while
+    # the client is behind, and the answer arrives whole and de-chunked.
+    status, fields, answer = h2c_call(sidecar, "GET", vehicle(new_id("bigchunked-")), read_pause=0.5)
+    assert status == 200
+    assert "content-length" not in fields and "transfer-encoding" not in fields
+    assert answer == b"".join(bytes([0x61 + i % 26]) * 0x4000 for i in range(64))
+    status, _, _ = h2c_call(sidecar, "GET", vehicle(new_id("v-")))
+    assert status == 200
+    assert len({r.connection for r in engine.requests}) == 1, "the connection went back to the pool after the answer"
+
+
+def test_a_bodiless_401_is_retried_once_with_a_fresh_token(pinned_http11, new_id):
+    engine, sidecar = pinned_http11
+    status, _, answer = h2c_call(sidecar, "PUT", vehicle(new_id("once401-")), [b'{"a":1}'])
+    assert status == 200, answer
+    assert [r.status for r in engine.requests] == [401, 200]
+    assert all(r.body == b'{"a":1}' and r.stream == 0 for r in engine.requests)
+    # The 401's connection went back to the pool: the retry reused it.
+    assert len({r.connection for r in engine.requests}) == 1
 
 
 @pytest.mark.parametrize("alpn", [["http/1.1"], None], ids=["http1.1-only", "no-alpn"])
