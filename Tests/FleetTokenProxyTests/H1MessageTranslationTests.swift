@@ -85,7 +85,7 @@ final class H1MessageTranslationTests: XCTestCase {
 
     func testTheAnswerHeadBecomesStatusAndLowerCasedEndToEndFields() throws {
         let text = "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\n"
-            + "Keep-Alive: timeout=5\r\nContent-Length: 7\r\nX-Custom: A\r\n\r\n"
+            + "Keep-Alive: timeout=5\r\nContent-Length: 7\r\nTE: gzip\r\nUpgrade: h2c\r\nX-Custom: A\r\n\r\n"
         let parsed = Array(text.utf8).withUnsafeBytes { HTTP1Parser.parseResponse($0, maxHeadBytes: .max, maxHeaderCount: .max) }
         guard case .complete(let response, _) = parsed else { return XCTFail("\(parsed)") }
         let fields = H1MessageTranslation.responseFields(response, framing: response.framing(requestMethod: "POST"))

@@ -134,12 +134,14 @@ package enum H1MessageTranslation {
     }
 
     /// The HTTP/2 head for an HTTP/1.1 answer whose body is framed as `framing`: `:status`, the
-    /// end-to-end fields lower-cased (hop-by-hop and framing fields, and the ones `Connection`
-    /// lists, dropped), and a `content-length` when the body's length is known.
+    /// end-to-end fields lower-cased (hop-by-hop and framing fields, `te`, and the ones
+    /// `Connection` lists, dropped: an HTTP/2 client rejects a head with any of them, RFC 9113
+    /// §8.2.2), and a `content-length` when the body's length is known.
     static func responseFields(_ head: ResponseHead, framing: BodyFraming) -> H2HeaderList {
         var list = H2HeaderList()
         list.append(name: ":status", value: String(head.status))
-        HopByHop.appendEndToEndFields(of: head.fields, dropping: HopByHop.dropFromResponse, lowerCasedTo: &list)
+        HopByHop.appendEndToEndFields(of: head.fields, dropping: { HopByHop.dropFromResponse($0) || $0.equalsLowercased("te") },
+                                      lowerCasedTo: &list)
         if case .contentLength(let n) = framing { list.append(name: "content-length", value: String(n)) }
         return list
     }
