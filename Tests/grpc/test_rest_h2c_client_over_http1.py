@@ -18,6 +18,7 @@ import pytest
 from google.maps import fleetengine_v1 as fe
 from google.maps.fleetengine_v1.services.vehicle_service.transports import VehicleServiceGrpcTransport
 
+import h2_raw
 from conftest import PROVIDER_ID
 from test_rest_over_h2 import tls_engine, tls_sidecar, upstream_connections_opened, vehicle
 from standin_rest_h2 import StandInRESTOverH2
@@ -152,6 +153,24 @@ def test_a_bodiless_401_is_retried_once_with_a_fresh_token(pinned_http11, new_id
     assert all(r.body == b'{"a":1}' and r.stream == 0 for r in engine.requests)
     # The 401's connection went back to the pool: the retry reused it.
     assert len({r.connection for r in engine.requests}) == 1
+
+
+def test_bytes_past_the_declared_length_never_become_a_second_request(pinned_http11, new_id):
+    engine, sidecar = pinned_http11
+    connection = h2_raw.H2Connection(sidecar.address)
+    try:
+        headers = [(":method", "PUT"), (":scheme", "http"), (":path", vehicle(new_id("v-"))), (":authority", sidecar.address),
+                   ("content-length", "3")]
+        connection.send(h2_raw.frame(h2_raw.HEADERS, h2_raw.END_HEADERS, 1, b"".join(h2_raw.hpack_literal(n, v) for n, v in headers)))
+        connection.send(h2_raw.frame(h2_raw.DATA, 0, 1, b"abc"))
+        time.sleep(1.0)  # forwarded by now, framed by the declared length
+        smuggled = f"PUT {vehicle(new_id('v-'))} HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n".encode()
+        connection.send(h2_raw.frame(h2_raw.DATA, h2_raw.END_STREAM, 1, smuggled))
+        assert connection.wait_for_stream_end(1, timeout=10) is not None
+    finally:
+        connection.close()
+    time.sleep(0.5)
+    assert [r.body for r in engine.requests] == [b"abc"], "one request, its declared body only"
 
 
 @pytest.mark.parametrize("alpn", [["http/1.1"], None], ids=["http1.1-only", "no-alpn"])
