@@ -7,7 +7,7 @@ import PackageDescription
 let names = [
     "request-head", "response-head", "chunked-body", "grpc-first-message",
     "rest-route", "provider-answer", "header-file", "service-account-key", "h2-response-head",
-    "access-token-answer", "adc-file", "sign-jwt-answer", "id-token-answer",
+    "access-token-answer", "adc-file", "sign-jwt-answer", "id-token-answer", "h2-request-head",
 ]
 
 let package = Package(

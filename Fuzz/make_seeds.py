@@ -266,3 +266,18 @@ H2_HEADS = [
 ]
 for h in H2_HEADS:
     write("h2-response-head", h2_fields(*h))
+
+H2_REQUESTS = [
+    [(":method", "GET"), (":path", "/v1/providers/p/vehicles/v"), ("accept", "application/json")],
+    [(":method", "PUT"), (":path", "/v1/x"), ("content-type", "application/json"), ("content-length", "2")],
+    [(":method", "POST"), (":path", "/v1/x?a=b"), ("cookie", "a=1"), ("x-a", "1"), ("cookie", "b=2")],
+    [(":method", "POST"), ("content-length", "1"), ("content-length", "2")],
+    [(":method", "POST"), ("transfer-encoding", "chunked"), ("content-length", "5")],
+    [(":method", "GET"), ("x-bad", "a\r\nHost: evil"), ("x-nul", "a\x00b")],
+    [(":method", "GET / HTTP/1.1\r\n"), (":path", "/x y")],
+    [(":method", "DELETE"), ("host", "client"), ("authorization", "Bearer client"), ("te", "trailers"), ("expect", "100-continue")],
+    [(":method", "PATCH"), ("Bad Name", "v"), ("x-utf8", "\xc3\xa9"), ("x-latin1", "\xff")],
+    [(":path", "*"), ("connection", "close"), ("keep-alive", "1"), ("upgrade", "h2c")],
+]
+for h in H2_REQUESTS:
+    write("h2-request-head", h2_fields(*h))

@@ -54,6 +54,7 @@ public enum ParserInvariants {
         RequestHeadInvariant.self,
         ResponseHeadInvariant.self,
         H2ResponseTranslationInvariant.self,
+        H2RequestTranslationInvariant.self,
         ChunkedBodyInvariant.self,
         GRPCFirstMessageInvariant.self,
         RESTRouteInvariant.self,

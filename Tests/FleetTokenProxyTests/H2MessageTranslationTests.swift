@@ -3,17 +3,8 @@ import XCTest
 
 /// The translation between an HTTP/1.1 client's REST call and the HTTP/2 upstream.
 final class H2MessageTranslationTests: XCTestCase {
-    private func list(_ fields: [([UInt8], [UInt8])]) -> H2HeaderList {
-        var list = H2HeaderList()
-        for (name, value) in fields {
-            name.withUnsafeBufferPointer { n in value.withUnsafeBufferPointer { v in list.append(name: ByteView(n), value: ByteView(v)) } }
-        }
-        return list
-    }
-
-    private func list(_ fields: [(String, String)]) -> H2HeaderList {
-        list(fields.map { (Array($0.0.utf8), Array($0.1.utf8)) })
-    }
+    private func list(_ fields: [([UInt8], [UInt8])]) -> H2HeaderList { H2HeaderList(fields.map { (name: $0.0, value: $0.1) }) }
+    private func list(_ fields: [(String, String)]) -> H2HeaderList { H2HeaderList(testFields: fields) }
 
     private func parse(_ bytes: [UInt8]) -> (ResponseHead, consumed: Int)? {
         let parsed = bytes.withUnsafeBytes { HTTP1Parser.parseResponse($0, maxHeadBytes: .max, maxHeaderCount: .max) }

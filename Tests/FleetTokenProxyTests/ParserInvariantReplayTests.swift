@@ -77,6 +77,20 @@ final class ParserInvariantReplayTests: XCTestCase {
         XCTAssertThrowsError(try H2ResponseTranslationInvariant.checkHead(bodyAfter, from: fields))
     }
 
+    func testH2RequestTranslationInvariantCatchesASecondRequestOrAnotherToken() {
+        let fields: [(name: [UInt8], value: [UInt8])] = [(Array(":method".utf8), Array("GET".utf8)), (Array("x-a".utf8), Array("1".utf8))]
+        let head = "GET /v1/x HTTP/1.1\r\nHost: fleet.example:443\r\nx-a: 1\r\nTransfer-Encoding: chunked\r\n"
+        let good = Array((head + "Authorization: Bearer fuzz-token\r\n\r\n").utf8)
+        XCTAssertNoThrow(try H2RequestTranslationInvariant.checkHead(good, from: fields))
+        let twoTokens = Array((head + "Authorization: Bearer fuzz-token\r\nAuthorization: Bearer x\r\n\r\n").utf8)
+        XCTAssertThrowsError(try H2RequestTranslationInvariant.checkHead(twoTokens, from: fields))
+        let injected = Array((head + "Set-Cookie: x\r\nAuthorization: Bearer fuzz-token\r\n\r\n").utf8)
+        XCTAssertThrowsError(try H2RequestTranslationInvariant.checkHead(injected, from: fields))
+        XCTAssertThrowsError(try H2RequestTranslationInvariant.checkHead(good + Array("GET / HTTP/1.1\r\n\r\n".utf8), from: fields))
+        let otherMethod: [(name: [UInt8], value: [UInt8])] = [(Array(":method".utf8), Array("PUT".utf8))]
+        XCTAssertThrowsError(try H2RequestTranslationInvariant.checkHead(good, from: otherMethod))
+    }
+
     func testChunkedInvariantComparesReadsOfDifferentSizes() throws {
         let body = Array("5\r\nhello\r\n0\r\n\r\n".utf8)
         let outcome = try body.withUnsafeBytes { try ChunkedBodyInvariant.scan($0, pieces: [3, body.count - 3]) }

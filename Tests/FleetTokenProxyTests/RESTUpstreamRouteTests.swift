@@ -32,4 +32,19 @@ final class RESTUpstreamRouteTests: XCTestCase {
         }
         XCTAssertEqual(RESTUpstreamRoute.http1PoolALPN, ["http/1.1"])
     }
+
+    func testRESTFromHTTP2ClientsGoesByHTTP1OnlyWhenPinnedOrAfterAFallBack() {
+        XCTAssertTrue(RESTUpstreamRoute(.auto, tls: false).fromHTTP2ClientsOverHTTP2, "auto on http://: h2c clients' REST stays on h2c")
+        XCTAssertTrue(RESTUpstreamRoute(.h2, tls: false).fromHTTP2ClientsOverHTTP2)
+        XCTAssertTrue(RESTUpstreamRoute(.h2, tls: true).fromHTTP2ClientsOverHTTP2)
+        XCTAssertFalse(RESTUpstreamRoute(.http11, tls: false).fromHTTP2ClientsOverHTTP2)
+        XCTAssertFalse(RESTUpstreamRoute(.http11, tls: true).fromHTTP2ClientsOverHTTP2)
+        var auto = RESTUpstreamRoute(.auto, tls: true)
+        XCTAssertTrue(auto.fromHTTP2ClientsOverHTTP2)
+        _ = auto.declined()
+        XCTAssertFalse(auto.fromHTTP2ClientsOverHTTP2, "an HTTP/1.1-only upstream takes every REST call by HTTP/1.1")
+        var pinned = RESTUpstreamRoute(.h2, tls: true)
+        _ = pinned.declined()
+        XCTAssertTrue(pinned.fromHTTP2ClientsOverHTTP2, "pinned h2 never moves")
+    }
 }

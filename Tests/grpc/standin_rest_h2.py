@@ -1,14 +1,16 @@
 """A stand-in Fleet Engine answering REST over HTTP/2 (h2c with prior knowledge, or TLS with
 ALPN h2), for the sidecar's REST-over-HTTP/2 upstream (`--upstream-protocol h2`, and `auto` on
 https). Over TLS, a connection whose ALPN is not h2 (the context offers http/1.1 only, or no
-ALPN) is served as plain HTTP/1.1 keep-alive with Content-Length, tokens judged the same way;
+ALPN) is served as plain HTTP/1.1 keep-alive (Content-Length or chunked bodies), tokens judged the same way;
 `protocols` lists each connection's ALPN answer.
 
 Every request's token is judged as the gRPC stand-in does (`TokenVerifier.check_metadata`) for
 the vehicle and delivery vehicle paths (`_rest_entity`); what it saw is kept in `requests`.
 Entity ids that ask for a behaviour:
-  once401-…       the first request for the id is answered 401 whatever its token
+  once401-…       the first request for the id is answered 401 whatever its token (over
+                  HTTP/1.1 with an empty body)
   refuse-…        the first request for the id is reset with REFUSED_STREAM
+  bigchunked-…    over HTTP/1.1: a 1 MiB answer in 64 chunks of 16 KiB ("a"*16384, "b"*16384, …)
   resetbefore-…   reset (INTERNAL_ERROR) before any answer head
   resetafter-…    a head and some DATA, then reset
   nolen-…         the answer has no content-length (the sidecar relays it chunked)
@@ -137,7 +139,7 @@ class StandInRESTOverH2:
             sock.close()
 
     def _serve_http1(self, sock, number: int) -> None:
-        """HTTP/1.1 keep-alive, Content-Length bodies only: each request recorded as an HTTP/2
+        """HTTP/1.1 keep-alive, Content-Length or chunked bodies (no trailers): each request recorded as an HTTP/2
         one would be (pseudo-fields from its request line, stream 0) and its token judged."""
         buffered = b""
         while True:
@@ -153,20 +155,48 @@ class StandInRESTOverH2:
             for line in lines[1:]:
                 name, _, value = line.partition(":")
                 headers.append((name.strip().lower(), value.strip()))
-            length = int(dict(headers).get("content-length", "0"))
-            while len(buffered) < length:
-                data = sock.recv(65536)
-                if not data:
-                    return
-                buffered += data
-            body, buffered = buffered[:length], buffered[length:]
+            if dict(headers).get("transfer-encoding") == "chunked":
+                body = bytearray()
+                while True:
+                    while b"\r\n" not in buffered:
+                        if not (data := sock.recv(65536)):
+                            return
+                        buffered += data
+                    size_line, _, buffered = buffered.partition(b"\r\n")
+                    size = int(size_line, 16)
+                    while len(buffered) < size + 2:
+                        if not (data := sock.recv(65536)):
+                            return
+                        buffered += data
+                    if size == 0:
+                        buffered = buffered[2:]  # no trailers: the last chunk's CRLF ends the body
+                        break
+                    body += buffered[:size]
+                    buffered = buffered[size + 2:]
+                body = bytes(body)
+            else:
+                length = int(dict(headers).get("content-length", "0"))
+                while len(buffered) < length:
+                    data = sock.recv(65536)
+                    if not data:
+                        return
+                    buffered += data
+                body, buffered = buffered[:length], buffered[length:]
             entity = _rest_entity(path)
             authorization = [v for k, v in headers if k == "authorization"]
             ok = entity is not None and self.verifier.check_metadata(authorization, entity, time.time()).ok
-            status = 200 if ok else 401
+            entity_id = path.split("?", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0]
+            status = 200 if ok and not (entity_id.startswith("once401-") and self._first(entity_id)) else 401
             with self._lock:
                 self.requests.append(SeenRequest(number, 0, headers, body, status))
-            answer = json.dumps({"method": method, "bodyBytes": len(body)}).encode()
+            # Over HTTP/1.1 the once401- answer has no body, as an HTTP/2 client's retry needs.
+            answer = json.dumps({"method": method, "bodyBytes": len(body)}).encode() if status == 200 or not ok else b""
+            if status == 200 and entity_id.startswith("bigchunked-"):
+                sock.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n")
+                for i in range(64):
+                    sock.sendall(b"4000\r\n" + bytes([0x61 + i % 26]) * 0x4000 + b"\r\n")
+                sock.sendall(b"0\r\n\r\n")
+                continue
             sock.sendall(b"HTTP/1.1 %d X\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
                          b"x-standin: rest-http1\r\n\r\n%s" % (status, len(answer), answer))
 

@@ -8,18 +8,7 @@ package enum H2MessageTranslation {
     /// and the one `authorization`, and `bodyLength` becomes the one `content-length`.
     static func requestFields(of fields: HeadFields, bodyLength: Int?) -> H2HeaderList {
         var list = H2HeaderList()
-        let listed = HopByHop.connectionTokens(fields)
-        var lower: [UInt8] = []
-        fields.withView { view in
-            for i in 0..<view.count {
-                let name = view.name(i)
-                if HopByHop.dropFromRequest(name) { continue }
-                if listed.contains(where: { view.slice($0).equalsIgnoringCase(name) }) { continue }
-                lower.removeAll(keepingCapacity: true)
-                for b in name.buffer { lower.append(b | (b &- 0x41 < 26 ? 0x20 : 0)) }
-                lower.withUnsafeBufferPointer { list.append(name: ByteView($0), value: view.value(i)) }
-            }
-        }
+        HopByHop.appendEndToEndFields(of: fields, dropping: HopByHop.dropFromRequest, lowerCasedTo: &list)
         if let bodyLength { list.append(name: "content-length", value: String(bodyLength)) }
         return list
     }
@@ -74,13 +63,7 @@ package enum H2MessageTranslation {
 
     /// `http1Head` over a field list given as byte arrays (for the fuzz target's invariant).
     package static func http1Head(fields: [(name: [UInt8], value: [UInt8])]) -> [UInt8]? {
-        var list = H2HeaderList()
-        for field in fields {
-            field.name.withUnsafeBufferPointer { name in
-                field.value.withUnsafeBufferPointer { value in list.append(name: ByteView(name), value: ByteView(value)) }
-            }
-        }
-        return http1Head(list)
+        http1Head(H2HeaderList(fields))
     }
 
     /// Whether a field of the answer's head is copied into the HTTP/1.1 head (see `http1Head`).
@@ -95,7 +78,7 @@ package enum H2MessageTranslation {
         return bytes.allSatisfy { $0 < 0x80 } || isUTF8(bytes)
     }
 
-    private static func isUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    static func isUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var decoder = UTF8()
         var input = bytes.makeIterator()
         while true {
@@ -113,7 +96,7 @@ package enum H2MessageTranslation {
     }
 
     /// A decimal of at most 15 digits (a length no body reaches), nil otherwise.
-    private static func decimal(_ value: ByteView) -> Int? {
+    static func decimal(_ value: ByteView) -> Int? {
         guard value.count > 0, value.count <= 15 else { return nil }
         var n = 0
         for b in value.buffer {

@@ -236,3 +236,15 @@ extension H2HeaderList: HeaderFieldBytes {
         }
     }
 }
+
+extension H2HeaderList {
+    /// A list of `fields` as given, any bytes at all (for the fuzz targets' invariants and tests).
+    init(_ fields: [(name: [UInt8], value: [UInt8])]) {
+        self.init()
+        for field in fields {
+            field.name.withUnsafeBufferPointer { name in
+                field.value.withUnsafeBufferPointer { value in append(name: ByteView(name), value: ByteView(value)) }
+            }
+        }
+    }
+}

@@ -576,10 +576,21 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         case .startUpstream?:
             cancelTimer(call)
             core.statistics.forwarded += 1
-            call.upstream = core.upstreamH2.start(call)
+            call.upstream = startUpstream(call)
         case nil:
             break
         }
+    }
+
+    /// The call's next upstream exchange: a REST call goes by HTTP/1.1 when the route says so
+    /// (`RESTUpstreamRoute`, docs/CONTRACT.md §6), through an `H1UpstreamExchange`; a gRPC call,
+    /// which needs HTTP/2 end to end, and any other REST call as a stream of the HTTP/2 pool.
+    private func startUpstream(_ call: H2ClientCall) -> UpstreamExchange {
+        guard call.isGRPC || core.restFromHTTP2ClientsOverHTTP2 else {
+            return H1UpstreamExchange.start(call, pool: core.upstream, loop: core.loop, host: core.upstreamOrigin.hostHeader,
+                                            highWater: core.limits.bufferHighWater)
+        }
+        return core.upstreamH2.start(call)
     }
 
     // MARK: What the upstream exchange reports (through the call, its delegate)
@@ -669,7 +680,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
     func upstreamClosed(_ call: H2ClientCall, _ end: UpstreamEnd) {
         switch call.state.upstreamClosed(end) {
         case .resend?:
-            call.upstream = core.upstreamH2.start(call)
+            call.upstream = startUpstream(call)
         case .answer(let answer)?:
             perform(answer, for: call)
         case .resetClient(let code)?:

@@ -3,8 +3,8 @@ import Logging
 
 /// A few multiplexed HTTP/2 connections to Fleet Engine shared by every HTTP/2 call: an
 /// exchange goes on the least loaded connection with room under the peer's stream limit; a
-/// new connection is opened only when none has room. It also keeps where REST calls from
-/// HTTP/1.1 clients go (`restRoute`), which its connections' ALPN answers may change.
+/// new connection is opened only when none has room. It also keeps where REST calls go
+/// (`restRoute`), which its connections' ALPN answers may change.
 final class HTTP2UpstreamPool {
     let origin: Origin
     private let loop: EventLoop
@@ -33,7 +33,7 @@ final class HTTP2UpstreamPool {
     private let maxWaiters: Int
     private var nextID = 0
     private var closed = false
-    /// Where REST calls from HTTP/1.1 clients go: this pool, or the HTTP/1.1 one.
+    /// Where REST calls go: this pool, or the HTTP/1.1 one.
     private(set) var restRoute: RESTUpstreamRoute
     /// Told once when REST moves to HTTP/1.1 (`alpnDeclined`): the HTTP/1.1 pool carries calls now.
     var restFellBackToHTTP1: (() -> Void)?
@@ -65,6 +65,8 @@ final class HTTP2UpstreamPool {
 
     /// REST calls from HTTP/1.1 clients go over this pool (`restRoute`).
     var carriesREST: Bool { restRoute.overHTTP2 }
+    /// REST calls from HTTP/2 clients go over this pool (`restRoute`).
+    var carriesRESTFromHTTP2Clients: Bool { restRoute.fromHTTP2ClientsOverHTTP2 }
 
     /// Starts an upstream exchange for the call `delegate` is the client half of (the token
     /// is attached by the connection). A failure to start is reported to `delegate`, maybe

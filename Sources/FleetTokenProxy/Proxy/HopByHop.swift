@@ -103,6 +103,25 @@ enum HopByHop {
         }
     }
 
+    /// The end-to-end fields of an HTTP/1.1 head (as `writeEndToEndFields` picks them) appended
+    /// to an HTTP/2 field list, names lower-cased as HTTP/2 requires (RFC 9113 §8.2.1).
+    static func appendEndToEndFields(
+        of fields: HeadFields, dropping drop: (ByteView) -> Bool, lowerCasedTo list: inout H2HeaderList
+    ) {
+        let listed = connectionTokens(fields)
+        var lower: [UInt8] = []
+        fields.withView { view in
+            for i in 0..<view.count {
+                let name = view.name(i)
+                if drop(name) { continue }
+                if listed.contains(where: { view.slice($0).equalsIgnoringCase(name) }) { continue }
+                lower.removeAll(keepingCapacity: true)
+                for b in name.buffer { lower.append(b | (b &- 0x41 < 26 ? 0x20 : 0)) }
+                lower.withUnsafeBufferPointer { list.append(name: ByteView($0), value: view.value(i)) }
+            }
+        }
+    }
+
     /// Where the extra field names a `Connection` header lists as hop-by-hop are in
     /// `fields.storage`, without the protected ones (`isProtected`).
     static func connectionTokens(_ fields: HeadFields) -> [Range<Int>] {

@@ -10,6 +10,8 @@ final class ProxyCore {
     let upstreamH2: HTTP2UpstreamPool
     /// REST calls from HTTP/1.1 clients go over `upstreamH2` now (`RESTUpstreamRoute`).
     var restOverHTTP2: Bool { upstreamH2.carriesREST }
+    /// REST calls from HTTP/2 clients go over `upstreamH2` now, else over `upstream`.
+    var restFromHTTP2ClientsOverHTTP2: Bool { upstreamH2.carriesRESTFromHTTP2Clients }
     let upstreamOrigin: Origin
     let limits: ServerLimits
     /// Request bytes held by every connection of the loop together (`limits.maxBufferedBytes`).

@@ -1,0 +1,303 @@
+/// The upstream half of an HTTP/2 client's REST call when REST goes by HTTP/1.1
+/// (`RESTUpstreamRoute`, docs/CONTRACT.md §6): one request on a connection borrowed from the
+/// `HTTP1UpstreamPool`, the answer relayed back to the client half. The client half drives it
+/// through `UpstreamExchange` as it drives an `H2UpstreamStream`, and it reports through
+/// `UpstreamExchangeDelegate` the same facts (a head, data, the end and how), so the call's
+/// `H2CallState` decides as for any exchange; the HTTP/1.1 connection reports to it as its
+/// `ResponseSink`. A new one for each send (a resend or a 401 retry).
+///
+/// The request: the head `H1MessageTranslation` writes; the body pulled from the client half,
+/// held and sent with the head by its length when it has all arrived (up to `heldBodyLimit`),
+/// else streamed by the client's `content-length`, or chunked, never past the upstream
+/// connection's high-water mark. The answer: its head translated, its body de-chunked and
+/// handed over as it arrives; reading pauses while the client half holds more than
+/// `responseBound` bytes it has not taken.
+///
+/// `delegate` is strong and dropped when the exchange is cancelled or reports its end; the
+/// client half drops its own reference to this one when the call finishes. The connection is
+/// this exchange's from the pool's hand-over until the answer ends (it is back in the pool
+/// then) or the exchange breaks or is cancelled (it is discarded: a half-used HTTP/1.1
+/// connection cannot carry another request).
+final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
+    /// A body that has all arrived up to this size goes with the head, framed by its length.
+    static let heldBodyLimit = 64 * 1024
+    /// Response bytes the client half may hold untaken before reading from the upstream pauses.
+    static let responseBound = HTTP2UpstreamConnection.responseBufferBound
+    private static let pullBytes = 16 * 1024
+
+    private var delegate: UpstreamExchangeDelegate?
+    private let pool: HTTP1UpstreamPool
+    private let loop: EventLoop
+    private let host: String
+    private let highWater: Int
+    private let method: String
+    private let declaredLength: Int?
+    private var ticket: PoolTicket?
+    private var connection: HTTP1UpstreamConnection?
+    private var framing = H1MessageTranslation.RequestFraming.none
+    /// Body bytes still owed under `.contentLength`.
+    private var bodyLeft = 0
+    private var requestEnded = false
+    /// The answer's head when no body follows it: reported at the answer's end, once the
+    /// connection is back in the pool, so a retry it causes never costs the connection.
+    private var bodilessHead: H2HeaderList?
+    private var dechunker: ChunkedBodyScanner?
+    private var responseDelivered = 0
+    private var responseTaken = 0
+    private var readingPaused = false
+    /// Resumes reading after the current callbacks, not inside the client session's read of the
+    /// answer; made the first time reading pauses.
+    private var resumeWakeup: LoopWakeup?
+
+    /// Starts an exchange for the call `delegate` is the client half of; a failure (a head that
+    /// cannot be one HTTP/1.1 request, no connection) is reported to `delegate`, maybe before
+    /// this returns.
+    static func start(_ delegate: UpstreamExchangeDelegate, pool: HTTP1UpstreamPool, loop: EventLoop, host: String,
+                      highWater: Int) -> H1UpstreamExchange {
+        let exchange = H1UpstreamExchange(delegate, pool: pool, loop: loop, host: host, highWater: highWater)
+        exchange.start()
+        return exchange
+    }
+
+    private init(_ delegate: UpstreamExchangeDelegate, pool: HTTP1UpstreamPool, loop: EventLoop, host: String, highWater: Int) {
+        self.delegate = delegate
+        self.pool = pool
+        self.loop = loop
+        self.host = host
+        self.highWater = highWater
+        method = delegate.requestMethod
+        declaredLength = H1MessageTranslation.declaredLength(delegate.requestFields)
+    }
+
+    private func start() {
+        guard let delegate else { return }
+        if let failure = H1MessageTranslation.refusal(method: method, path: delegate.requestPath, fields: delegate.requestFields) {
+            end(.failed(failure))
+            return
+        }
+        if let connection = pool.takeIdle() {
+            lent(connection)
+            return
+        }
+        // The completion holds this exchange until the pool calls it or the ticket is cancelled.
+        ticket = pool.acquire { [self] result in
+            ticket = nil
+            switch result {
+            case .failure(let failure): end(.failed(failure))
+            case .success(let connection): lent(connection)
+            }
+        }
+    }
+
+    /// Reports the exchange's end, once; nothing is reported after it.
+    private func end(_ end: UpstreamEnd) {
+        guard let delegate else { return }
+        self.delegate = nil
+        delegate.upstreamClosed(end)
+    }
+
+    /// The request is sent on `connection`: its head, and the body held with it when it has
+    /// all arrived; the rest is pumped as the client half has it.
+    private func lent(_ connection: HTTP1UpstreamConnection) {
+        guard let delegate else {
+            pool.release(connection, reusable: true)
+            return
+        }
+        var held: [UInt8] = []
+        let whole = !delegate.requestHasBody || pullHeld(from: delegate, into: &held)
+        var framing = H1MessageTranslation.framing(wholeBody: whole ? held.count : nil, declaredLength: declaredLength)
+        if case .success(.contentLength(let n)) = framing, held.count > n {
+            framing = .failure(.malformedRequest("the request body is longer than its content-length"))
+        }
+        switch framing {
+        case .failure(let failure):
+            pool.release(connection, reusable: true)
+            end(.failed(failure))
+        case .success(let framing):
+            self.connection = connection
+            self.framing = framing
+            if case .contentLength(let n) = framing { bodyLeft = n - held.count }
+            requestEnded = whole
+            connection.beginExchange(method: method, sink: self)
+            HeadWriter.withBytes({ out in
+                H1MessageTranslation.writeRequestHead(method: method, path: delegate.requestPath, fields: delegate.requestFields,
+                                                      host: host, token: delegate.requestToken, framing: framing, to: &out)
+                if framing == .chunked {
+                    if !held.isEmpty { held.withUnsafeBufferPointer { Self.writeChunk($0, to: &out) } }
+                } else {
+                    out.write(held)
+                }
+            }, use: { connection.send($0) })
+            pumpRequestBody()
+        }
+    }
+
+    /// Pulls the body the client half holds, up to about `heldBodyLimit`: true when that is
+    /// all of it.
+    private func pullHeld(from delegate: UpstreamExchangeDelegate, into held: inout [UInt8]) -> Bool {
+        withUnsafeTemporaryAllocation(byteCount: Self.pullBytes, alignment: 1) { buffer in
+            while held.count < Self.heldBodyLimit {
+                switch delegate.pullRequestBody(into: buffer) {
+                case .wait:
+                    return false
+                case .bytes(let n, let end):
+                    held.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[..<n]))
+                    if end { return true }
+                }
+            }
+            return false
+        }
+    }
+
+    /// Moves body bytes from the client half to the connection until the request has gone,
+    /// the client half has none, or the connection's output is over the high-water mark
+    /// (`connectionDrained` comes back here).
+    private func pumpRequestBody() {
+        withUnsafeTemporaryAllocation(byteCount: Self.pullBytes, alignment: 1) { buffer in
+            while !requestEnded, let connection, let delegate, connection.outputLength <= highWater {
+                switch delegate.pullRequestBody(into: buffer) {
+                case .wait:
+                    return
+                case .bytes(let n, let end):
+                    send(UnsafeRawBufferPointer(rebasing: buffer[..<n]), end: end, on: connection)
+                }
+            }
+        }
+    }
+
+    /// Sends body bytes in the request's framing; a body that does not fit its framing (more or
+    /// fewer bytes than its length) ends the exchange before a byte past it leaves.
+    private func send(_ bytes: UnsafeRawBufferPointer, end isLast: Bool, on connection: HTTP1UpstreamConnection) {
+        switch framing {
+        case .contentLength:
+            guard bytes.count <= bodyLeft, !isLast || bytes.count == bodyLeft else {
+                return broke(.malformedRequest("the request body is not as long as its content-length"))
+            }
+            bodyLeft -= bytes.count
+            if !bytes.isEmpty { connection.send(bytes) }
+        case .chunked:
+            HeadWriter.withBytes({ out in
+                if !bytes.isEmpty { Self.writeChunk(bytes.assumingMemoryBound(to: UInt8.self), to: &out) }
+                if isLast { out.write(literal: "0\r\n\r\n") }
+            }, use: { connection.send($0) })
+        case .none:
+            guard bytes.isEmpty else { return broke(.malformedRequest("the request body came after its end")) }
+        }
+        if isLast { requestEnded = true }
+    }
+
+    private static func writeChunk(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout HeadWriter) {
+        out.write(String(bytes.count, radix: 16))
+        out.write(literal: "\r\n")
+        out.write(bytes)
+        out.write(literal: "\r\n")
+    }
+
+    /// The exchange fails with its connection, which a half-sent request leaves unusable.
+    private func broke(_ failure: ProxyFailure) {
+        if let connection {
+            self.connection = nil
+            pool.discard(connection, reason: failure.message)
+        }
+        end(.failed(failure))
+    }
+
+    // MARK: UpstreamExchange
+
+    func resumeRequestBody() {
+        pumpRequestBody()
+    }
+
+    func responseTaken(count: Int) {
+        responseTaken += count
+        guard readingPaused, responseDelivered - responseTaken <= Self.responseBound else { return }
+        readingPaused = false
+        resumeWakeup?.soon()
+    }
+
+    func cancel(_ why: UpstreamCancel) {
+        delegate = nil
+        ticket?.cancel()
+        ticket = nil
+        resumeWakeup?.cancel()
+        guard let connection else { return }
+        self.connection = nil
+        pool.discard(connection, reason: why == .superseded ? "the call is sent again" : "the call ended")
+    }
+
+    // MARK: ResponseSink
+
+    var requestFullySent: Bool { requestEnded }
+
+    func responseHead(_ head: ResponseHead, from connection: HTTP1UpstreamConnection) {
+        guard connection === self.connection, let delegate else { return }
+        let framing = head.framing(requestMethod: method)
+        let fields = H1MessageTranslation.responseFields(head, framing: framing)
+        switch framing {
+        case .none, .contentLength(0):
+            bodilessHead = fields
+        case .chunked:
+            dechunker = ChunkedBodyScanner()
+            delegate.upstreamHeaderBlock(fields, endStream: false)
+        case .contentLength, .untilClose:
+            delegate.upstreamHeaderBlock(fields, endStream: false)
+        }
+    }
+
+    func responseBody(count: Int, from connection: HTTP1UpstreamConnection) {
+        guard connection === self.connection, let delegate else {
+            connection.dropBody(count)
+            return
+        }
+        var left = count
+        connection.forEachBodyPiece(count) { piece in
+            left -= piece.count
+            if dechunker == nil {
+                responseDelivered += piece.count
+                delegate.upstreamData(piece)
+            } else {
+                _ = dechunker!.scan(piece, onData: { data in
+                    responseDelivered += data.count
+                    delegate.upstreamData(data)
+                })
+            }
+            return left > 0
+        }
+        connection.dropBody(count)
+        guard self.connection === connection, !readingPaused, responseDelivered - responseTaken > Self.responseBound else { return }
+        readingPaused = true
+        connection.pauseReading()
+        if resumeWakeup == nil {
+            resumeWakeup = LoopWakeup(loop: loop) { [unowned self] in
+                if !readingPaused { self.connection?.resumeReading() }
+            }
+        }
+    }
+
+    func responseEnded(from connection: HTTP1UpstreamConnection) {
+        guard connection === self.connection else { return }
+        // Back in the pool already: it may carry another call from now on.
+        self.connection = nil
+        resumeWakeup?.cancel()
+        if let head = bodilessHead {
+            bodilessHead = nil
+            delegate?.upstreamHeaderBlock(head, endStream: true)
+        } else {
+            delegate?.upstreamDataEnded()
+        }
+        end(.completed)
+    }
+
+    func responseFailed(_ failure: ProxyFailure, retryable: Bool) {
+        guard connection != nil else { return }
+        connection = nil
+        resumeWakeup?.cancel()
+        // Only the keep-alive race is safe to send again: the origin closed before reading.
+        end(retryable ? .connectionLost(failure) : .failed(failure))
+    }
+
+    func connectionDrained(_ connection: HTTP1UpstreamConnection) {
+        guard connection === self.connection, connection.outputLength < highWater else { return }
+        pumpRequestBody()
+    }
+}
