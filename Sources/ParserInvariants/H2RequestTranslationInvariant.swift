@@ -6,7 +6,7 @@ import FleetTokenProxy
 /// of it, with the `:method` and `:path` it was given, one `Host` (the upstream's), one
 /// `Authorization` (the sidecar's), the framing the sidecar chose (the `content-length` given,
 /// else chunked), and every other field line one of the given fields unchanged or the given
-/// `cookie` values joined — so no CR, LF or NUL of a value can start a line or a request.
+/// non-empty `cookie` values joined (one line, none when there are none) — so no CR, LF or NUL of a value can start a line or a request.
 ///
 /// The input is a field list as `H2ResponseTranslationInvariant` reads it.
 public enum H2RequestTranslationInvariant: ParserInvariant {
@@ -31,8 +31,9 @@ public enum H2RequestTranslationInvariant: ParserInvariant {
         try expect(request.target == (given(":path").first ?? "/v1/x"), "another target")
         let length = given("content-length").first
         try expect(request.framing == (length.flatMap { Int($0) }.map { .contentLength($0) } ?? .chunked), "another framing")
-        let cookies = given("cookie").joined(separator: "; ")
-        var hosts = 0, authorizations = 0
+        let crumbs = given("cookie").filter { !$0.isEmpty }
+        let cookies = crumbs.joined(separator: "; ")
+        var hosts = 0, authorizations = 0, cookieLines = 0
         for field in request.headers.fields {
             switch field.name.lowercased() {
             case "host":
@@ -44,6 +45,7 @@ public enum H2RequestTranslationInvariant: ParserInvariant {
             case "content-length", "transfer-encoding":
                 continue
             case "cookie":
+                cookieLines += 1
                 try expect(field.value == cookies, "a cookie line that is not the given cookies joined")
             default:
                 try expect(fields.contains { $0.name == Array(field.name.utf8) && $0.value == Array(field.value.utf8) },
@@ -51,5 +53,6 @@ public enum H2RequestTranslationInvariant: ParserInvariant {
             }
         }
         try expect(hosts == 1 && authorizations == 1, "\(hosts) Host and \(authorizations) Authorization lines")
+        try expect(cookieLines == (crumbs.isEmpty ? 0 : 1), "\(cookieLines) cookie lines for \(crumbs.count) non-empty cookies")
     }
 }
