@@ -29,6 +29,8 @@ final class ProxyMetrics {
         case upstream
         /// The token provider.
         case provider
+        /// Google's credential endpoints: the OAuth token endpoint, IAM (docs/CONTRACT.md §4a).
+        case google
     }
 
     static let requestsTotal = "fleet_token_proxy_requests_total"

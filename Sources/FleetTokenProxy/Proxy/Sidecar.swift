@@ -113,7 +113,7 @@ package final class Sidecar {
             provider: providerTrust.map {
                 TLSContext.client(trust: $0) { metrics.tlsHandshakeFinished(peer: .provider, resumed: $0) }
             },
-            google: usesADC ? TLSContext.client(trust: systemTrust) { metrics.tlsHandshakeFinished(peer: .provider, resumed: $0) } : nil)
+            google: usesADC ? TLSContext.client(trust: systemTrust) { metrics.tlsHandshakeFinished(peer: .google, resumed: $0) } : nil)
     }
 
     /// Where each token type's tokens come from (docs/CONTRACT.md §4a): the provider for the
