@@ -225,9 +225,15 @@ final class H2CallStateTests: XCTestCase {
                        "the second UNAUTHENTICATED goes to the client")
     }
 
-    func testAnUnauthenticatedHeadWithABodyIsTheAnswer() {
+    /// Fleet Engine's REST 401 carries a JSON body: it is retried like a bodiless one (the body
+    /// goes with the cancelled upstream exchange), as HTTP/1.1 clients' calls are
+    /// (docs/CONTRACT.md §5); the second 401, body and all, is the answer.
+    func testAnUnauthorizedHeadWithABodyIsRetriedOnceToo() {
         var state = call(in: .forwarding)
-        XCTAssertEqual(state.upstreamHeaderBlock(endStream: false, informational: false, unauthenticated: true), .relayHead(endStream: false))
+        XCTAssertEqual(state.upstreamHeaderBlock(endStream: false, informational: false, unauthenticated: true), .retryWithFreshToken)
+        XCTAssertEqual(state.tokenArrived(), .startUpstream)
+        XCTAssertEqual(state.upstreamHeaderBlock(endStream: false, informational: false, unauthenticated: true), .relayHead(endStream: false),
+                       "the second 401 goes to the client")
     }
 
     func testNoRetryOnceMoreThanTheReplayLimitWasSent() {

@@ -8,7 +8,8 @@ Every request's token is judged as the gRPC stand-in does (`TokenVerifier.check_
 the vehicle and delivery vehicle paths (`_rest_entity`); what it saw is kept in `requests`.
 Entity ids that ask for a behaviour:
   once401-…       the first request for the id is answered 401 whatever its token (over
-                  HTTP/1.1 with an empty body)
+                  HTTP/1.1 with an empty body; over HTTP/2 with Fleet Engine's JSON error)
+  once401body-…   the same, and over HTTP/1.1 with the JSON error body too
   refuse-…        the first request for the id is reset with REFUSED_STREAM
   bigchunked-…    over HTTP/1.1: a 1 MiB answer in 64 chunks of 16 KiB ("a"*16384, "b"*16384, …)
   resetbefore-…   reset (INTERNAL_ERROR) before any answer head
@@ -186,11 +187,14 @@ class StandInRESTOverH2:
             authorization = [v for k, v in headers if k == "authorization"]
             ok = entity is not None and self.verifier.check_metadata(authorization, entity, time.time()).ok
             entity_id = path.split("?", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0]
-            status = 200 if ok and not (entity_id.startswith("once401-") and self._first(entity_id)) else 401
+            once = entity_id.startswith(("once401-", "once401body-"))
+            status = 200 if ok and not (once and self._first(entity_id)) else 401
             with self._lock:
                 self.requests.append(SeenRequest(number, 0, headers, body, status))
             # Over HTTP/1.1 the once401- answer has no body, as an HTTP/2 client's retry needs.
             answer = json.dumps({"method": method, "bodyBytes": len(body)}).encode() if status == 200 or not ok else b""
+            if status == 401 and entity_id.startswith("once401body-"):
+                answer = b'{"error":{"code":401,"status":"UNAUTHENTICATED"}}'
             if status == 200 and entity_id.startswith("bigchunked-"):
                 sock.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n")
                 for i in range(64):
@@ -228,7 +232,7 @@ class StandInRESTOverH2:
             return conn.reset_stream(stream, h2.errors.ErrorCodes.INTERNAL_ERROR)
         authorization = [v for k, v in headers if k == "authorization"]
         verdict = self.verifier.check_metadata(authorization, entity, time.time())
-        if not verdict.ok or (entity_id.startswith("once401-") and self._first(entity_id)):
+        if not verdict.ok or (entity_id.startswith(("once401-", "once401body-")) and self._first(entity_id)):
             record(401)
             return send(401, b'{"error":{"code":401,"status":"UNAUTHENTICATED"}}')
         record(200)

@@ -155,6 +155,28 @@ def test_a_bodiless_401_is_retried_once_with_a_fresh_token(pinned_http11, new_id
     assert len({r.connection for r in engine.requests}) == 1
 
 
+def test_a_401_with_fleet_engines_json_body_is_retried_once_too(pinned_http11, new_id):
+    # docs/CONTRACT.md §5: a 401 is never passed on the first time, body or not (the body goes
+    # with the abandoned upstream connection).
+    engine, sidecar = pinned_http11
+    status, _, answer = h2c_call(sidecar, "PUT", vehicle(new_id("once401body-")), [b'{"a":1}'])
+    assert status == 200, answer
+    assert [r.status for r in engine.requests] == [401, 200]
+    assert all(r.body == b'{"a":1}' for r in engine.requests)
+
+
+def test_a_401_with_a_body_over_the_http2_upstream_is_retried_once(sidecar_factory, signing_key, new_id):
+    engine = StandInRESTOverH2([(signing_key.kid, signing_key.public_key)]).start()
+    try:
+        sidecar = sidecar_factory(upstream=f"http://{engine.address}")
+        status, _, answer = h2c_call(sidecar, "PUT", vehicle(new_id("once401-")), [b'{"a":1}'])
+        assert status == 200, answer
+        assert [r.status for r in engine.requests] == [401, 200]
+        assert all(r.body == b'{"a":1}' and r.stream != 0 for r in engine.requests)
+    finally:
+        engine.stop()
+
+
 def test_bytes_past_the_declared_length_never_become_a_second_request(pinned_http11, new_id):
     engine, sidecar = pinned_http11
     connection = h2_raw.H2Connection(sidecar.address)

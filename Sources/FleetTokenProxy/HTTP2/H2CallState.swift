@@ -340,8 +340,9 @@ struct H2CallState: Equatable {
         case .forwarding(let forwarding):
             if informational { return .skipInterim }
             // A revoked or rotated token: one more try with a fresh one, unseen by the client,
-            // if every byte sent so far was kept.
-            if unauthenticated && endStream && forwarding.sends.attempt == 1 && forwarding.copied != nil {
+            // if every byte sent so far was kept. A 401's body (Fleet Engine's JSON error) goes
+            // with the cancelled exchange, as on HTTP/1.1 (docs/CONTRACT.md §5).
+            if unauthenticated && forwarding.sends.attempt == 1 && forwarding.copied != nil {
                 state = .awaitingToken(callDeadline: nil, sends: forwarding.sends)
                 return .retryWithFreshToken
             }
