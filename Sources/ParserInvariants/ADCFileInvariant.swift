@@ -3,8 +3,9 @@ import FleetTokenProxy
 /// `ADCFile.parse` over any bytes an Application Default Credentials file might hold
 /// (docs/CONTRACT.md §4a). Promises: a service account is what `ServiceAccountKeyInvariant`
 /// promises; an authorized user's fields are the file's own, 1 to 4096 visible ASCII bytes
-/// each (they go into a form body), and its description holds neither the client secret nor
-/// the refresh token. (A refusal cannot repeat a value: `ADCFileError` carries field names only.)
+/// each (they go into a form body), and its description shows neither the client secret nor
+/// the refresh token: it stays the same when they change (whether a short secret happens to
+/// be a substring of the client id says nothing). (A refusal cannot repeat a value: `ADCFileError` carries field names only.)
 public enum ADCFileInvariant: ParserInvariant {
     public static let name = "adc-file"
 
@@ -36,7 +37,18 @@ public enum ADCFileInvariant: ParserInvariant {
                            "accepted a \(name) that is not 1 to 4096 visible ASCII bytes")
             }
         }
-        try expect(!user.description.contains(user.clientSecret) && !user.description.contains(user.refreshToken),
-                   "the description holds a secret")
+        try checkDescription(user)
+    }
+
+    /// Described the same whatever the client secret and the refresh token are. (`describe` is
+    /// there so that a test can show the check catching a leak.)
+    static func checkDescription(_ user: AuthorizedUserCredentials,
+                                 describedBy describe: (AuthorizedUserCredentials) -> String = { $0.description }) throws(InvariantViolation) {
+        var otherSecret = user
+        otherSecret.clientSecret += "x"
+        var otherRefreshToken = user
+        otherRefreshToken.refreshToken += "y"
+        try expect(describe(user) == describe(otherSecret), "the description shows the client secret")
+        try expect(describe(user) == describe(otherRefreshToken), "the description shows the refresh token")
     }
 }

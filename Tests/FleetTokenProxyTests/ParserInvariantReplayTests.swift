@@ -63,6 +63,17 @@ final class ParserInvariantReplayTests: XCTestCase {
         XCTAssertNoThrow(try HeaderFileInvariant.checkHeader((name: "X-Api-Key", value: "k")))
     }
 
+    func testCredentialDescriptionInvariantsCatchAShownSecretButNotAShortOneThatIsAlsoALetter() {
+        let token = AccessToken(value: "1", lifetime: 1)
+        XCTAssertNoThrow(try AccessTokenAnswerInvariant.checkDescription(token))
+        XCTAssertThrowsError(try AccessTokenAnswerInvariant.checkDescription(token) { "access token \($0.value)" })
+        XCTAssertThrowsError(try AccessTokenAnswerInvariant.checkDescription(token) { "access token of \($0.value.count) bytes" })
+        let user = AuthorizedUserCredentials(clientID: "ab", clientSecret: "a", refreshToken: "b")
+        XCTAssertNoThrow(try ADCFileInvariant.checkDescription(user))
+        XCTAssertThrowsError(try ADCFileInvariant.checkDescription(user) { "client \($0.clientID) secret \($0.clientSecret)" })
+        XCTAssertThrowsError(try ADCFileInvariant.checkDescription(user) { "client \($0.clientID) refresh \($0.refreshToken.prefix(4))" })
+    }
+
     func testH2ResponseTranslationInvariantCatchesAnInjectedLineOrAnotherStatus() {
         let fields: [(name: [UInt8], value: [UInt8])] = [(Array(":status".utf8), Array("200".utf8)), (Array("x-a".utf8), Array("1".utf8))]
         let good = Array("HTTP/1.1 200 OK\r\nx-a: 1\r\nContent-Length: 0\r\n\r\n".utf8)

@@ -2,7 +2,7 @@ import COpenSSL
 
 /// The only form in which a token may appear in a log line or a metric: the last six hex
 /// digits of its SHA-256, enough to tell two tokens apart and useless to an attacker.
-enum TokenFingerprint {
+package enum TokenFingerprint {
     package static func of(_ token: String) -> String {
         var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
         _ = Array(token.utf8).withUnsafeBufferPointer { input in
