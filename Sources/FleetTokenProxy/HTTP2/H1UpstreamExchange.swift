@@ -9,9 +9,12 @@
 /// The request: the head `H1MessageTranslation` writes; the body pulled from the client half,
 /// held and sent with the head by its length when it has all arrived (up to `heldBodyLimit`),
 /// else streamed by the client's `content-length`, or chunked, never past the upstream
-/// connection's high-water mark. The answer: its head translated, its body de-chunked and
-/// handed over as it arrives; reading pauses while the client half holds more than
-/// `responseBound` bytes it has not taken.
+/// connection's high-water mark. Under a `content-length` the request's last byte waits for
+/// the client's END_STREAM: only the end of the stream shows the body is no longer than it
+/// said, and until then the upstream must not hold a request it could read as complete (a
+/// longer body breaks the exchange, and the upstream is left a request cut short). The
+/// answer: its head translated, its body de-chunked and handed over as it arrives; reading
+/// pauses while the client half holds more than `responseBound` bytes it has not taken.
 ///
 /// `delegate` is strong and dropped when the exchange is cancelled or reports its end; the
 /// client half drops its own reference to this one when the call finishes. The connection is
@@ -37,6 +40,9 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
     private var framing = H1MessageTranslation.RequestFraming.none
     /// Body bytes still owed under `.contentLength`.
     private var bodyLeft = 0
+    /// The request's last byte (of its body, or of its head when nothing is owed), held while
+    /// the client has not ended its stream; sent when it does.
+    private var heldLastByte: UInt8?
     private var requestEnded = false
     /// The answer's head when no body follows it: reported at the answer's end, once the
     /// connection is back in the pool, so a retry it causes never costs the connection.
@@ -118,6 +124,7 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
             self.framing = framing
             if case .contentLength(let n) = framing { bodyLeft = n - held.count }
             requestEnded = whole
+            let holdLastByte = !whole && framing == .contentLength(held.count)
             connection.beginExchange(method: method, sink: self)
             HeadWriter.withBytes({ out in
                 H1MessageTranslation.writeRequestHead(method: method, path: delegate.requestPath, fields: delegate.requestFields,
@@ -127,7 +134,11 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
                 } else {
                     out.write(held)
                 }
-            }, use: { connection.send($0) })
+            }, use: { bytes in
+                guard holdLastByte, let last = bytes.last else { return connection.send(bytes) }
+                connection.send(UnsafeRawBufferPointer(rebasing: bytes.dropLast()))
+                heldLastByte = last
+            })
             pumpRequestBody()
         }
     }
@@ -174,7 +185,16 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
                 return broke(.malformedRequest("the request body is not as long as its content-length"))
             }
             bodyLeft -= bytes.count
-            if !bytes.isEmpty { connection.send(bytes) }
+            if isLast, let last = heldLastByte {
+                // Nothing can follow a held byte but the end (the guard): the request is whole.
+                heldLastByte = nil
+                connection.send([last])
+            } else if !isLast, bodyLeft == 0, let last = bytes.last {
+                connection.send(UnsafeRawBufferPointer(rebasing: bytes.dropLast()))
+                heldLastByte = last
+            } else if !bytes.isEmpty {
+                connection.send(bytes)
+            }
         case .chunked:
             HeadWriter.withBytes({ out in
                 if !bytes.isEmpty { Self.writeChunk(bytes.assumingMemoryBound(to: UInt8.self), to: &out) }
