@@ -5,7 +5,8 @@ import FleetTokenProxy
 /// promises; an authorized user's fields are the file's own, 1 to 4096 visible ASCII bytes
 /// each (they go into a form body), and its description shows neither the client secret nor
 /// the refresh token: it stays the same when they change (whether a short secret happens to
-/// be a substring of the client id says nothing). (A refusal cannot repeat a value: `ADCFileError` carries field names only.)
+/// be a substring of the client id says nothing). (A refusal cannot repeat a value:
+/// `ADCFileError` carries field names only.)
 public enum ADCFileInvariant: ParserInvariant {
     public static let name = "adc-file"
 

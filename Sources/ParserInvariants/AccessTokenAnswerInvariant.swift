@@ -4,10 +4,10 @@ import FleetTokenProxy
 /// answer (docs/CONTRACT.md §4a): both send RFC 6749 §5.1's shape, read by the one parser, so
 /// the seeds hold both. Promises: an accepted token is the body's own `access_token`, 1 to
 /// 8192 visible ASCII bytes (it goes into an `Authorization` header), its lifetime the body's
-/// `expires_in` and within a day, and its description depends on it only through its fingerprint
-/// (a one-byte token may well be a letter of the description; what matters is that another
-/// token would be described the same way); a refusal's text is printable
-/// ASCII and bounded (it reaches a client's error and a log line).
+/// `expires_in` and within a day, and its description depends on it only through its
+/// fingerprint (a one-byte token may well be a letter of the description; what matters is
+/// that another token would be described the same way); a refusal's text is printable ASCII
+/// and bounded (it reaches a client's error and a log line).
 public enum AccessTokenAnswerInvariant: ParserInvariant {
     public static let name = "access-token-answer"
 
