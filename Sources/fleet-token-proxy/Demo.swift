@@ -58,6 +58,14 @@ struct StandIn: ParsableCommand {
         abstract: "Run a loopback stand-in (for benchmarks and trials).",
         subcommands: [Provider.self, FleetEngine.self, ServiceAccount.self, Google.self])
 
+    /// The `--listen` address of a stand-in: loopback only, since a stand-in mints or accepts
+    /// tokens for anyone who reaches it.
+    static func loopbackAddress(_ listen: String) throws -> ListenAddress {
+        let address = try ListenAddress.parse(listen)
+        guard address.isLoopback else { throw ConfigError("stand-in listens on loopback only") }
+        return address
+    }
+
     /// Serves `handler` on `address` until SIGTERM or SIGINT; exit status 0.
     static func serve(_ handler: @escaping HTTPHandler, named name: String, on address: ListenAddress, loop: EventLoop) throws -> Int32 {
         let server = BufferedHTTPServer(loop: loop, handler: handler)
@@ -91,8 +99,7 @@ struct StandIn: ParsableCommand {
         var tokenLifetime: Double = 3600
 
         func execute() throws -> Int32 {
-            let address = try ListenAddress.parse(listen)
-            guard address.isLoopback else { throw ConfigError("stand-in listens on loopback only") }
+            let address = try StandIn.loopbackAddress(listen)
             let loop = try EventLoop()
             let clock = SystemClock()
             let account = try StandInServiceAccount(name: "fleet-admin", project: project)
@@ -133,8 +140,7 @@ struct StandIn: ParsableCommand {
         var reuseSignature = false
 
         func execute() throws -> Int32 {
-            let address = try ListenAddress.parse(listen)
-            guard address.isLoopback else { throw ConfigError("stand-in listens on loopback only") }
+            let address = try StandIn.loopbackAddress(listen)
             // A delayed answer leaves after `delay`, not after the next whole millisecond: the
             // bench's cold-miss row is measured against this delay.
             let loop = try EventLoop(preciseTimers: delay > 0)
@@ -185,8 +191,7 @@ struct StandIn: ParsableCommand {
         var jwks: String?
 
         func execute() throws -> Int32 {
-            let address = try ListenAddress.parse(listen)
-            guard address.isLoopback else { throw ConfigError("stand-in listens on loopback only") }
+            let address = try StandIn.loopbackAddress(listen)
             var trusted: [FleetEngineTokenCheck.TrustedKey] = []
             if let publicKey {
                 guard let keyId else { throw ConfigError("--public-key needs --key-id") }

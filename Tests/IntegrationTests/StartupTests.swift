@@ -26,6 +26,15 @@ final class StartupTests: XCTestCase {
         try assertRefused(["--listen", "0.0.0.0:4180"] + provider, mentions: "--allow-non-loopback")
     }
 
+    func testEveryStandInRefusesANonLoopbackListener() throws {
+        for standIn in ["provider", "fleet-engine", "google"] {
+            // Under timeout(1): a stand-in that wrongly starts fails the test instead of hanging it.
+            let result = try runCommand("/usr/bin/timeout", ["10", SidecarProcess.binary.path, "stand-in", standIn, "--listen", "0.0.0.0:0"])
+            XCTAssertNotEqual(result.status, 0, standIn)
+            XCTAssertTrue(result.stderr.contains("stand-in listens on loopback only"), "\(standIn): \(result.stderr)")
+        }
+    }
+
     func testMissingProviderURLIsRefused() throws {
         try assertRefused([], mentions: "--provider-url")
     }
