@@ -12,8 +12,7 @@ public enum ADCFileInvariant: ParserInvariant {
 
     public static func check(_ input: UnsafeRawBufferPointer) throws(InvariantViolation) {
         let bytes = Array(input)
-        var members: [String: JSONish] = [:]
-        if case .object(let object)? = JSONish.parse(bytes) { members = object }
+        let members = jsonMembers(bytes)
         switch ADCFile.parse(bytes) {
         case .success(.serviceAccount(let key)):
             try expect(members["type"]?.stringValue == "service_account", "a service account without its type")

@@ -13,8 +13,7 @@ public enum AccessTokenAnswerInvariant: ParserInvariant {
 
     public static func check(_ input: UnsafeRawBufferPointer) throws(InvariantViolation) {
         let bytes = Array(input)
-        var members: [String: JSONish] = [:]
-        if case .object(let object)? = JSONish.parse(bytes) { members = object }
+        let members = jsonMembers(bytes)
         if case .success(let token) = AccessTokenAnswer.parse(bytes, from: "the OAuth token endpoint") {
             try checkAccepted(token, body: members)
         }

@@ -11,8 +11,7 @@ public enum ServiceAccountKeyInvariant: ParserInvariant {
 
     public static func check(_ input: UnsafeRawBufferPointer) throws(InvariantViolation) {
         let bytes = Array(input)
-        var members: [String: JSONish] = [:]
-        if case .object(let object)? = JSONish.parse(bytes) { members = object }
+        let members = jsonMembers(bytes)
 
         if case .success(let key) = ServiceAccountKey.parse(bytes) {
             try checkAccepted(key, file: members)

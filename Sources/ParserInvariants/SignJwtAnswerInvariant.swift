@@ -10,8 +10,7 @@ public enum SignJwtAnswerInvariant: ParserInvariant {
 
     public static func check(_ input: UnsafeRawBufferPointer) throws(InvariantViolation) {
         let bytes = Array(input)
-        var members: [String: JSONish] = [:]
-        if case .object(let object)? = JSONish.parse(bytes) { members = object }
+        let members = jsonMembers(bytes)
         if case .success(let token) = SignJwtAnswer.parse(bytes, from: "IAM signJwt") {
             try checkAccepted(token, answer: members)
         }
