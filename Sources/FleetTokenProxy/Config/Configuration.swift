@@ -103,7 +103,7 @@ package struct Configuration: Sendable {
             guard plan.usesProvider else {
                 throw ConfigError("--provider-id-token-audience authenticates to the token provider, which no token type uses")
             }
-            guard !audience.isEmpty, audience.utf8.count <= 2048, audience.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
+            guard !audience.isEmpty, audience.utf8.count <= 2048, audience.utf8.allSatisfy(ASCII.isVisible) else {
                 throw ConfigError("--provider-id-token-audience must be a URL or name of visible ASCII (the provider's URL, as Cloud Run expects)")
             }
             if providerHeaders.contains(where: { $0.name.lowercased() == "authorization" }) {

@@ -18,7 +18,7 @@ package enum ADCFile: Sendable, Equatable {
         case "authorized_user":
             func field(_ name: String) -> String? {
                 guard let value = members[name]?.stringValue, !value.isEmpty, value.utf8.count <= maximumFieldLength,
-                      value.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E })
+                      value.utf8.allSatisfy(ASCII.isVisible)
                 else { return nil }
                 return value
             }

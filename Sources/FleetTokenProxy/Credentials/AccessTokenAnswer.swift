@@ -32,7 +32,7 @@ package enum AccessTokenAnswer {
         guard let token = members["access_token"]?.stringValue, !token.isEmpty else {
             return unusable("\(endpoint) answer has no \"access_token\" string")
         }
-        guard token.utf8.count <= maximumTokenLength, token.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
+        guard token.utf8.count <= maximumTokenLength, token.utf8.allSatisfy(ASCII.isVisible) else {
             return unusable("\(endpoint) answer's \"access_token\" is longer than \(maximumTokenLength) bytes or not visible ASCII")
         }
         if let type = members["token_type"], type.stringValue?.lowercased() != "bearer" {

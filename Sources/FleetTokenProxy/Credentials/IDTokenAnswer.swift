@@ -20,7 +20,7 @@ package enum IDTokenAnswer {
             }
             token = String(decoding: text, as: UTF8.self)
         }
-        guard !token.isEmpty, token.utf8.count <= maximumTokenLength, token.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
+        guard !token.isEmpty, token.utf8.count <= maximumTokenLength, token.utf8.allSatisfy(ASCII.isVisible) else {
             return unusable("\(endpoint) answer's ID token is empty, longer than \(maximumTokenLength) bytes or not visible ASCII")
         }
         guard let claims = JWTClaims.decode(token), let exp = claims.exp else {

@@ -56,7 +56,7 @@ package struct ServiceAccountKey: Sendable, Equatable, CustomStringConvertible {
     /// 1 to `maximumNameLength` visible ASCII bytes: safe in a JWT header and in a log line.
     private static func isName(_ text: String) -> Bool {
         let count = text.utf8.count
-        return count >= 1 && count <= maximumNameLength && text.utf8.allSatisfy { $0 >= 0x21 && $0 <= 0x7E }
+        return count >= 1 && count <= maximumNameLength && text.utf8.allSatisfy(ASCII.isVisible)
     }
 }
 

@@ -16,7 +16,7 @@ package enum SignJwtAnswer {
         guard let jwt = members["signedJwt"]?.stringValue, !jwt.isEmpty else {
             return unusable("\(endpoint) answer has no \"signedJwt\" string")
         }
-        guard jwt.utf8.count <= maximumTokenLength, jwt.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
+        guard jwt.utf8.count <= maximumTokenLength, jwt.utf8.allSatisfy(ASCII.isVisible) else {
             return unusable("\(endpoint) answer's \"signedJwt\" is longer than \(maximumTokenLength) bytes or not visible ASCII")
         }
         guard let headerPart = jwt.split(separator: ".", maxSplits: 1).first,

@@ -37,8 +37,8 @@ package enum ProviderAnswer {
         // inject header lines into the call forwarded to Fleet Engine.
         // (Over the contiguous bytes a String read from JSON has: a UTF8View walked byte by
         // byte costs tens of instructions a byte.)
-        let visible: (UInt8) -> Bool = { $0 >= 0x21 && $0 <= 0x7E }
-        guard token.utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(visible) }) ?? token.utf8.allSatisfy(visible) else {
+        guard token.utf8.withContiguousStorageIfAvailable({ $0.allSatisfy(ASCII.isVisible) })
+            ?? token.utf8.allSatisfy(ASCII.isVisible) else {
             return unusable("provider answer field \"\(tokenName)\" has characters not allowed in an Authorization header")
         }
 
