@@ -71,11 +71,31 @@ package enum H2MessageTranslation {
         guard name.count > 0, name.buffer[0] != UInt8(ascii: ":") else { return false }
         if HopByHop.dropFromResponse(name) || name == "trailer" { return false }
         guard name.buffer.allSatisfy(ASCII.isTokenByte) else { return false }
-        let bytes = value.buffer
-        if let first = bytes.first, ASCII.isWhitespace(first) { return false }
-        if let last = bytes.last, ASCII.isWhitespace(last) { return false }
-        guard bytes.allSatisfy(ASCII.isFieldValueByte) else { return false }
-        return bytes.allSatisfy { $0 < 0x80 } || isUTF8(bytes)
+        return fieldValueFault(value.buffer) == nil
+    }
+
+    /// Why a field value cannot go into an HTTP/1.1 head as it is, in either direction.
+    enum FieldValueFault {
+        /// A control byte other than HTAB: CR, LF and NUL above all.
+        case controlByte
+        /// Leading or trailing whitespace, which an HTTP/1.1 parser trims: the value read
+        /// would not be the value given.
+        case outerWhitespace
+        /// Bytes over 0x7F that are not UTF-8 (the rule of the sidecar's own HTTP/1.1 parser).
+        case notUTF8
+    }
+
+    /// The first rule `bytes` breaks as an HTTP/1.1 field value, nil when it breaks none: the
+    /// one check behind the answer fields relayed to an HTTP/1.1 client (`isRelayed`) and the
+    /// request fields an HTTP/2 client sends to an HTTP/1.1 upstream
+    /// (`H1MessageTranslation.refusal`).
+    static func fieldValueFault(_ bytes: UnsafeBufferPointer<UInt8>) -> FieldValueFault? {
+        guard bytes.allSatisfy(ASCII.isFieldValueByte) else { return .controlByte }
+        if let first = bytes.first, let last = bytes.last, ASCII.isWhitespace(first) || ASCII.isWhitespace(last) {
+            return .outerWhitespace
+        }
+        guard bytes.allSatisfy({ $0 < 0x80 }) || isUTF8(bytes) else { return .notUTF8 }
+        return nil
     }
 
     static func isUTF8(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {

@@ -32,17 +32,16 @@ package enum H1MessageTranslation {
             guard name.count > 0, name.buffer.allSatisfy({ ASCII.isTokenByte($0) && !(0x41...0x5A).contains($0) }) else {
                 return .malformedRequest("a request field name is not a lower-case token")
             }
-            guard value.buffer.allSatisfy(ASCII.isFieldValueByte) else {
+            switch H2MessageTranslation.fieldValueFault(value.buffer) {
+            case .controlByte?:
                 return .malformedRequest("the \(name.string) field holds a control byte")
-            }
-            // RFC 9113 §8.2.1 calls such a value malformed, and an HTTP/1.1 parser upstream
-            // would trim it: the value relayed would not be the value given.
-            if let first = value.buffer.first, let last = value.buffer.last,
-               ASCII.isWhitespace(first) || ASCII.isWhitespace(last) {
+            case .outerWhitespace?:
+                // RFC 9113 §8.2.1 calls such a value malformed too.
                 return .malformedRequest("the \(name.string) field has leading or trailing whitespace")
-            }
-            guard value.buffer.allSatisfy({ $0 < 0x80 }) || H2MessageTranslation.isUTF8(value.buffer) else {
+            case .notUTF8?:
                 return .malformedRequest("the \(name.string) field holds bytes over 0x7F that are not UTF-8")
+            case nil:
+                break
             }
             if name == "transfer-encoding" {
                 return .malformedRequest("transfer-encoding is not allowed in an HTTP/2 request")
