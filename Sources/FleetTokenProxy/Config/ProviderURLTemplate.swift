@@ -116,36 +116,13 @@ package struct ProviderURLTemplate: Sendable, CustomStringConvertible {
     }
 
     private static func appendEncoded(_ value: String, to out: inout [UInt8]) {
-        let encodeDots = value == "." || value == ".."
-        for byte in value.utf8 {
-            if isUnreserved(byte) && !(encodeDots && byte == UInt8(ascii: ".")) {
-                out.append(byte)
-            } else {
-                out.append(UInt8(ascii: "%"))
-                out.append(hexDigits[Int(byte >> 4)])
-                out.append(hexDigits[Int(byte & 0x0F)])
-            }
-        }
-    }
-
-    private static let hexDigits = Array("0123456789ABCDEF".utf8)
-
-    /// RFC 3986 unreserved: ALPHA DIGIT - . _ ~
-    private static func isUnreserved(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"),
-             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-            return true
-        default:
-            return false
-        }
+        PercentEncoding.append(value, encodingDots: value == "." || value == "..", to: &out)
     }
 
     /// What a path or query may hold literally (RFC 3986 pchar, '/' and '?'); anything else
     /// (space, '"', '<', '|', non-ASCII, controls) would break the request line.
     private static func isAllowedLiteral(_ byte: UInt8) -> Bool {
-        if isUnreserved(byte) { return true }
+        if PercentEncoding.isUnreserved(byte) { return true }
         switch byte {
         case UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("),
              UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: ";"),
