@@ -25,3 +25,8 @@ int fte_ssl_ctx_set_max_tls12(SSL_CTX *ctx) {
 void fte_ssl_ctx_set_client_session_cache(SSL_CTX *ctx) {
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
 }
+
+void fte_ssl_keep_buffers_read_ahead(SSL *ssl) {
+    SSL_clear_mode(ssl, SSL_MODE_RELEASE_BUFFERS);
+    SSL_set_read_ahead(ssl, 1);
+}

@@ -3,7 +3,9 @@ import CEvent
 import Foundation
 import XCTest
 
-/// `Transport` writes over TLS: once the handshake is done a write goes through `SSL_write` at
+/// `Transport` reads and writes over TLS. Reads: with read-ahead on (`readAhead()`, an HTTP/2
+/// upstream), records that arrived together are all delivered at once, none left waiting in
+/// OpenSSL's buffer for the peer's next bytes. Writes: once the handshake is done a write goes through `SSL_write` at
 /// once (nothing left queued, no loop turn), and when the socket is full what `SSL_write` could
 /// not take is queued so that bufferevent_openssl's retry finishes it: every byte arrives, in
 /// order, however writes and `moveIn`s interleave with a peer that stops reading.
@@ -161,6 +163,35 @@ final class TLSTransportWriteTests: XCTestCase {
         XCTAssertEqual(client.transport.outputLength, 0)
         XCTAssertTrue(run { server.received.count == expected.count })
         XCTAssertTrue(server.received == expected)
+        client.transport.close()
+        server.transport.close()
+    }
+
+    /// Five records in the socket before the client reads: with read-ahead OpenSSL takes them in
+    /// one read, bufferevent_openssl decrypts one or two, and the rest must still reach the
+    /// delegate now; the peer sends nothing more that would make the socket readable again.
+    func testRecordsReadAheadTogetherAllArriveAtOnce() throws {
+        let (client, server) = try connectedPair()
+        client.transport.readAhead()
+        var expected: [UInt8] = []
+        for seed in 0..<5 {
+            let record = pattern(120, seed: 20 + seed)
+            // Each write is one SSL_write, one record, sent before the loop runs again.
+            server.transport.write(record)
+            XCTAssertEqual(server.transport.outputLength, 0)
+            expected += record
+        }
+        XCTAssertTrue(run { client.received.count >= expected.count }, "received \(client.received.count) of \(expected.count)")
+        XCTAssertTrue(client.received == expected)
+        // Reading ahead goes on working for later records, and the other way.
+        let later = pattern(40_000, seed: 30)
+        server.transport.write(later)
+        XCTAssertTrue(run { client.received.count >= expected.count + later.count })
+        XCTAssertTrue(client.received.suffix(later.count).elementsEqual(later))
+        let request = pattern(700, seed: 31)
+        client.transport.write(request)
+        XCTAssertTrue(run { server.received.count == request.count })
+        XCTAssertEqual(server.received, request)
         client.transport.close()
         server.transport.close()
     }

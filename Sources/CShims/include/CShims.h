@@ -16,3 +16,6 @@ int fte_ssl_ctx_set_max_tls12(SSL_CTX *ctx);
 /// SSL_CTX_set_session_cache_mode is a macro: a client cache that hands each new session
 /// (TLS 1.3 tickets included) to the new-session callback and stores none itself.
 void fte_ssl_ctx_set_client_session_cache(SSL_CTX *ctx);
+/// SSL_clear_mode is a macro: one busy, long-lived connection keeps its record buffers
+/// (SSL_MODE_RELEASE_BUFFERS off) and reads ahead.
+void fte_ssl_keep_buffers_read_ahead(SSL *ssl);

@@ -1,5 +1,6 @@
 import CEvent
 import COpenSSL
+import CShims
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -48,6 +49,9 @@ final class Transport {
     private var tlsEstablished = false
     /// Set once reads bypass the bufferevent (plain sockets only).
     private var directReads: DirectReads?
+    /// OpenSSL reads ahead on this TLS connection (`readAhead()`): records it has taken from the
+    /// socket but bufferevent_openssl did not ask for are decrypted at each read callback.
+    private var readsAhead = false
 
     /// `directWrites` must be false for TLS bufferevents, whose bytes must pass through SSL.
     init(bev: OpaquePointer, delegate: TransportDelegate, directWrites: Bool = false) {
@@ -58,7 +62,10 @@ final class Transport {
         // Unretained context: the delegate keeps this object alive until close() frees `bev`.
         let context = Unmanaged.passUnretained(self).toOpaque()
         bufferevent_setcb(bev, { _, arg in
-            Transport.deliver(arg) { $1.transportReadable($0) }
+            Transport.deliver(arg) { transport, delegate in
+                if transport.readsAhead { transport.takeBufferedRecords() }
+                delegate.transportReadable(transport)
+            }
         }, { _, arg in
             Transport.deliver(arg) { $1.transportWritable($0) }
         }, { _, events, arg in
@@ -98,6 +105,40 @@ final class Transport {
         if wasReading { bufferevent_disable(bev, Int16(EV_READ)) }
         directReads = DirectReads(transport: self, base: bufferevent_get_base(bev), fd: fd, input: bufferevent_get_input(bev))
         if wasReading { directReads?.enable() }
+    }
+
+    /// For the one busy, long-lived TLS connection of an HTTP/2 upstream: OpenSSL reads all the
+    /// socket has at once instead of a record's header and then its body (two system calls a
+    /// record, and a record is often one answer), and keeps its 17 KB record buffers instead of
+    /// freeing them after each record (`SSL_MODE_RELEASE_BUFFERS`, right for the many idle
+    /// connections of an HTTP/1.1 pool; here a malloc and a free a record). TLS only, once
+    /// connected.
+    func readAhead() {
+        guard let ssl, !readsAhead else { return }
+        fte_ssl_keep_buffers_read_ahead(ssl)
+        readsAhead = true
+    }
+
+    /// Decrypts into `input` the records OpenSSL read ahead but bufferevent_openssl left: it
+    /// stops once the record it asked for is used up (`SSL_pending`), and the socket they came
+    /// from is no longer readable, so without this they would wait for the peer's next bytes.
+    /// Bounded by OpenSSL's read buffer (one maximal record). A record not yet whole (`SSL_read`
+    /// wants to read) waits for the rest, which makes the socket readable again; an error or
+    /// the peer's close_notify is left for bufferevent_openssl's next read to report.
+    private func takeBufferedRecords() {
+        guard let ssl, let bev else { return }
+        let input = bufferevent_get_input(bev)
+        while SSL_has_pending(ssl) == 1 {
+            var space = iovec() // libevent's evbuffer_iovec is the system's iovec
+            guard evbuffer_reserve_space(input, 16 * 1024, &space, 1) == 1, let base = space.iov_base else { return }
+            let n = SSL_read(ssl, base, Int32(clamping: space.iov_len))
+            guard n > 0 else {
+                ERR_clear_error()
+                return
+            }
+            space.iov_len = Int(n)
+            evbuffer_commit_space(input, &space, 1)
+        }
     }
 
     /// Called by `DirectReads` after bytes were added to `input`.

@@ -187,6 +187,7 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
             pool.alpnDeclined(self)
             return
         }
+        if isTLS { transport.readAhead() }
         // The connect timeout bounded connecting; from now on the idle bound takes over.
         transport.setTimeouts(read: idleTimeout, write: writeTimeout)
         do {
