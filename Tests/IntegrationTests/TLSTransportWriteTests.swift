@@ -195,4 +195,23 @@ final class TLSTransportWriteTests: XCTestCase {
         client.transport.close()
         server.transport.close()
     }
+
+    /// A peer that keeps records coming must not grow the input without end inside one read
+    /// callback: at most `readAheadTakeLimit` bytes are taken, and what is left comes in later
+    /// turns of the loop, although the socket has nothing more to make it readable.
+    func testRecordsPastTheTakeLimitComeInLaterTurns() throws {
+        let (client, server) = try connectedPair()
+        client.transport.readAhead()
+        client.transport.readAheadTakeLimit = 100
+        var expected: [UInt8] = []
+        for seed in 0..<8 {
+            let record = pattern(120, seed: 40 + seed)
+            server.transport.write(record)
+            expected += record
+        }
+        XCTAssertTrue(run { client.received.count >= expected.count }, "received \(client.received.count) of \(expected.count)")
+        XCTAssertTrue(client.received == expected)
+        client.transport.close()
+        server.transport.close()
+    }
 }

@@ -52,6 +52,9 @@ final class Transport {
     /// OpenSSL reads ahead on this TLS connection (`readAhead()`): records it has taken from the
     /// socket but bufferevent_openssl did not ask for are decrypted at each read callback.
     private var readsAhead = false
+    /// Most bytes `takeBufferedRecords` decrypts in one read callback: a peer that keeps the
+    /// socket full must not grow `input` without end before the delegate reads it.
+    var readAheadTakeLimit = 64 * 1024
 
     /// `directWrites` must be false for TLS bufferevents, whose bytes must pass through SSL.
     init(bev: OpaquePointer, delegate: TransportDelegate, directWrites: Bool = false) {
@@ -63,8 +66,9 @@ final class Transport {
         let context = Unmanaged.passUnretained(self).toOpaque()
         bufferevent_setcb(bev, { _, arg in
             Transport.deliver(arg) { transport, delegate in
-                if transport.readsAhead { transport.takeBufferedRecords() }
+                let more = transport.readsAhead && transport.takeBufferedRecords()
                 delegate.transportReadable(transport)
+                if more { transport.deliverHeldRecordsLater() }
             }
         }, { _, arg in
             Transport.deliver(arg) { $1.transportWritable($0) }
@@ -122,23 +126,36 @@ final class Transport {
     /// Decrypts into `input` the records OpenSSL read ahead but bufferevent_openssl left: it
     /// stops once the record it asked for is used up (`SSL_pending`), and the socket they came
     /// from is no longer readable, so without this they would wait for the peer's next bytes.
-    /// Bounded by OpenSSL's read buffer (one maximal record). A record not yet whole (`SSL_read`
-    /// wants to read) waits for the rest, which makes the socket readable again; an error or
-    /// the peer's close_notify is left for bufferevent_openssl's next read to report.
-    private func takeBufferedRecords() {
-        guard let ssl, let bev else { return }
+    /// At most `readAheadTakeLimit` bytes a callback; true when it stopped there with records
+    /// possibly left, which `deliverHeldRecordsLater` then hands over in a later turn. A record
+    /// not yet whole (`SSL_read` wants to read) waits for the rest, which makes the socket
+    /// readable again; an error or the peer's close_notify is left for bufferevent_openssl's
+    /// next read to report. Nothing is taken while reading is off.
+    private func takeBufferedRecords() -> Bool {
+        guard let ssl, let bev, Int32(bufferevent_get_enabled(bev)) & EV_READ != 0 else { return false }
         let input = bufferevent_get_input(bev)
+        var taken = 0
         while SSL_has_pending(ssl) == 1 {
+            if taken >= readAheadTakeLimit { return true }
             var space = iovec() // libevent's evbuffer_iovec is the system's iovec
-            guard evbuffer_reserve_space(input, 16 * 1024, &space, 1) == 1, let base = space.iov_base else { return }
-            let n = SSL_read(ssl, base, Int32(clamping: space.iov_len))
+            guard evbuffer_reserve_space(input, 16 * 1024, &space, 1) == 1, let base = space.iov_base else { return false }
+            let n = SSL_read(ssl, base, Int32(clamping: min(space.iov_len, readAheadTakeLimit - taken)))
             guard n > 0 else {
                 ERR_clear_error()
-                return
+                return false
             }
             space.iov_len = Int(n)
             evbuffer_commit_space(input, &space, 1)
+            taken += Int(n)
         }
+        return false
+    }
+
+    /// Runs the read callback again in a later turn of the loop (deferred: never from inside
+    /// this one) for records `takeBufferedRecords` left at its limit.
+    private func deliverHeldRecordsLater() {
+        guard let ssl, let bev, SSL_has_pending(ssl) == 1 else { return }
+        bufferevent_trigger(bev, Int16(EV_READ), Int32(BEV_TRIG_IGNORE_WATERMARKS.rawValue | BEV_TRIG_DEFER_CALLBACKS.rawValue))
     }
 
     /// Called by `DirectReads` after bytes were added to `input`.
