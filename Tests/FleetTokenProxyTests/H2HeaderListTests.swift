@@ -57,6 +57,19 @@ final class H2HeaderListTests: XCTestCase {
         XCTAssertEqual(fields(kept), ["a=1", "c=3"])
     }
 
+    /// An HTTP/1.1 name goes to HTTP/2 lower-cased as it is stored: only its ASCII capitals
+    /// change, never its value, and never a copy that shares the storage.
+    func testAppendLowerCasingChangesOnlyTheNamesCapitals() {
+        var list = H2HeaderList()
+        list.append(name: "x-first", value: "One")
+        let kept = list
+        "X-Request-ID_@[`{".withByteView { name in
+            "Mixed Case VALUE".withByteView { value in list.append(lowerCasing: name, value: value) }
+        }
+        XCTAssertEqual(fields(list), ["x-first=One", "x-request-id_@[`{=Mixed Case VALUE"])
+        XCTAssertEqual(fields(kept), ["x-first=One"])
+    }
+
     func testAppendingFieldsOfAnotherListAndItself() {
         var a = H2HeaderList()
         a.append(name: "a", value: "1")

@@ -150,6 +150,7 @@ final class SilentCall: UpstreamExchangeDelegate {
     let requestHasBody = false
     private(set) var ended: UpstreamEnd?
 
+    func appendRequestFields(to list: inout H2HeaderList) {}
     func pullRequestBody(into buffer: UnsafeMutableRawBufferPointer) -> RequestBodyPull { .bytes(0, end: true) }
     func upstreamHeaderBlock(_ fields: H2HeaderList, endStream: Bool) {}
     func upstreamData(_ bytes: UnsafeRawBufferPointer) {}

@@ -45,6 +45,46 @@ final class TokenCacheTests: XCTestCase {
         XCTAssertEqual(cache.statistics, TokenCacheStatistics(hits: 1, misses: 1, providerFetches: 1))
     }
 
+    /// The proxy path's lookup: a hit is returned, and no waiter is made for it (the waiter is
+    /// a closure holding the asking connection); a miss makes one waiter and answers it once.
+    func testHitIsReturnedWithoutMakingAWaiterAndAMissMakesOne() {
+        let cache = makeCache()
+        var made = 0
+        let answers = Answers()
+        let miss = cache.token(for: vehicle("v1")) {
+            made += 1
+            return answers.completion
+        }
+        XCTAssertNil(miss)
+        XCTAssertEqual(made, 1)
+        fetcher.complete(0, with: fetched("tok-v1"))
+        XCTAssertEqual(answers.tokens, ["tok-v1"])
+
+        let hit = cache.token(for: vehicle("v1")) {
+            made += 1
+            return answers.completion
+        }
+        XCTAssertEqual(try hit?.get(), "tok-v1")
+        XCTAssertEqual(made, 1, "a hit made a waiter")
+        XCTAssertEqual(answers.results.count, 1, "a hit was also answered through a waiter")
+        XCTAssertEqual(cache.statistics, TokenCacheStatistics(hits: 1, misses: 1, providerFetches: 1))
+    }
+
+    /// An entity that backs off is refused at once, without a waiter.
+    func testBackoffFailureIsReturnedWithoutMakingAWaiter() {
+        let cache = makeCache()
+        cache.token(for: vehicle("v1")) { _ in }
+        fetcher.complete(0, with: .failure(.providerUnavailable("down")))
+        var made = 0
+        let refused = cache.token(for: vehicle("v1")) {
+            made += 1
+            return { _ in }
+        }
+        guard case .failure? = refused else { return XCTFail("not refused during the backoff: \(String(describing: refused))") }
+        XCTAssertEqual(made, 0)
+        XCTAssertEqual(fetcher.calls.count, 1)
+    }
+
     func testConcurrentMissesForOneVehicleFetchOnce() {
         let cache = makeCache()
         let answers = Answers()

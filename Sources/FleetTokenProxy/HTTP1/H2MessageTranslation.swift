@@ -8,9 +8,14 @@ package enum H2MessageTranslation {
     /// and the one `authorization`, and `bodyLength` becomes the one `content-length`.
     static func requestFields(of fields: HeadFields, bodyLength: Int?) -> H2HeaderList {
         var list = H2HeaderList()
+        appendRequestFields(of: fields, bodyLength: bodyLength, to: &list)
+        return list
+    }
+
+    /// `requestFields` appended to `list` (the head the upstream connection submits).
+    static func appendRequestFields(of fields: HeadFields, bodyLength: Int?, to list: inout H2HeaderList) {
         HopByHop.appendEndToEndFields(of: fields, dropping: HopByHop.dropFromRequest, lowerCasedTo: &list)
         if let bodyLength { list.append(name: "content-length", value: String(bodyLength)) }
-        return list
     }
 
     /// The HTTP/1.1 response head for an HTTP/2 answer's head `fields`, nil unless it has exactly

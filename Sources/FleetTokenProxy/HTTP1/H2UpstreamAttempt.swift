@@ -12,7 +12,10 @@ final class H2UpstreamAttempt: UpstreamExchangeDelegate {
     var upstream: UpstreamExchange?
     let requestMethod: String
     let requestPath: String
-    let requestFields: H2HeaderList
+    /// The client's head fields and the body length the upstream is told: translated
+    /// (`H2MessageTranslation.requestFields`) straight into the head submitted.
+    private let headFields: HeadFields
+    private let bodyLength: Int?
     let requestToken: String
     let requestHasBody: Bool
     /// Request body bytes this send handed to the upstream.
@@ -23,13 +26,22 @@ final class H2UpstreamAttempt: UpstreamExchangeDelegate {
     /// credited to the upstream once the client catches up.
     var owedCredit = 0
 
-    init(connection: HTTP1ClientConnection, method: String, path: String, fields: H2HeaderList, token: String, hasBody: Bool) {
+    init(connection: HTTP1ClientConnection, method: String, path: String, fields: HeadFields, bodyLength: Int?, token: String) {
         self.connection = connection
         requestMethod = method
         requestPath = path
-        requestFields = fields
+        headFields = fields
+        self.bodyLength = bodyLength
         requestToken = token
-        requestHasBody = hasBody
+        requestHasBody = (bodyLength ?? 0) > 0
+    }
+
+    var requestFields: H2HeaderList {
+        H2MessageTranslation.requestFields(of: headFields, bodyLength: bodyLength)
+    }
+
+    func appendRequestFields(to list: inout H2HeaderList) {
+        H2MessageTranslation.appendRequestFields(of: headFields, bodyLength: bodyLength, to: &list)
     }
 
     func pullRequestBody(into buffer: UnsafeMutableRawBufferPointer) -> RequestBodyPull {

@@ -387,14 +387,21 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
 
     private func lookUpToken(call number: Int) {
         guard let call = inFlight else { return }
-        // A token handed over before token(for:) returns came from the cache without waiting:
-        // the first lookup's record says "hit" while it asks, and "miss" if it still waits
-        // after (no flag, and no captured variable, which would be a box per call).
+        // A hit is answered here, with no closure made. A call that waits holds the connection
+        // strongly until the cache answers (exactly once, within the fetch's bound): a weak
+        // reference would give the connection a side table, and every retain and release of
+        // it for the rest of its life the slow path. An answer for a call that ended finds
+        // no `inFlight` call of that number and is dropped.
+        // The record keeps the first lookup's outcome (a refetch after a 401 does not change
+        // it), noted before any answer can end the call.
         let first = call.record.cacheOutcome == nil
-        if first { call.record.cacheOutcome = "hit" }
-        core.cache.token(for: call.key) { [weak self] result in self?.tokenAnswered(result, call: number) }
-        if first, case .awaitingToken(let waiting) = exchange.phase, waiting.number == number {
-            call.record.cacheOutcome = "miss"
+        let answer = core.cache.token(for: call.key) {
+            if first { call.record.cacheOutcome = "miss" }
+            return { [self] result in tokenAnswered(result, call: number) }
+        }
+        if let answer {
+            if first { call.record.cacheOutcome = "hit" }
+            tokenAnswered(answer, call: number)
         }
     }
 
@@ -714,8 +721,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         }
         let attempt = H2UpstreamAttempt(
             connection: self, method: call.head.method, path: call.head.target,
-            fields: H2MessageTranslation.requestFields(of: call.head.fields, bodyLength: length),
-            token: token, hasBody: (length ?? 0) > 0)
+            fields: call.head.fields, bodyLength: length, token: token)
         call.h2 = attempt
         let upstream = core.upstreamH2.start(attempt)
         // A failure to start was reported already, and the call let go of the attempt.

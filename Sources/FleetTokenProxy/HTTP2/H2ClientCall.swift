@@ -106,6 +106,7 @@ final class H2ClientCall: UpstreamExchangeDelegate {
     var requestMethod: String { method }
     var requestPath: String { path }
     var requestFields: H2HeaderList { headers }
+    func appendRequestFields(to list: inout H2HeaderList) { list.append(contentsOf: headers) }
     var requestToken: String { token ?? "" }
     var requestHasBody: Bool { !state.requestEnded || !requestBody.isEmpty }
 

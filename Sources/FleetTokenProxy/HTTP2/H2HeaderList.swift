@@ -116,6 +116,21 @@ struct H2HeaderList {
         append(name: name, value: value, more: ByteView(start: nil, count: 0))
     }
 
+    /// Appends `name: value` with the name's ASCII letters lower-cased as they are stored (an
+    /// HTTP/1.1 field going to HTTP/2, RFC 9113 §8.2.1): no lower-cased copy made first.
+    mutating func append(lowerCasing name: ByteView, value: ByteView) {
+        append(name: name, value: value)
+        // The storage is this list's own after the append (`reserve`), and the name was
+        // copied to the last field's name range.
+        let storage = storage.unsafelyUnwrapped
+        let field = storage.fields[count - 1]
+        let stored = storage.bytes + Int(field.nameStart)
+        for i in 0..<Int(field.nameCount) {
+            let b = stored[i]
+            stored[i] = b | (b &- 0x41 < 26 ? 0x20 : 0)
+        }
+    }
+
     /// Appends `name: prefix + value` (an `authorization` field: `Bearer ` and the token)
     /// without building the joined value first.
     mutating func append(name: StaticString, prefix: StaticString, value: String) {

@@ -32,9 +32,6 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
     private var outgoingHead = H2HeaderList()
     /// Request bytes held by this connection's calls (`limits.maxConnectionBufferedBytes`).
     private var bufferedBytes = 0
-    /// The stream whose token is being asked for, while `cache.token(for:)` runs: an answer
-    /// for it then is a cache hit.
-    private var fetchingStream: Int32 = 0
     /// Calls whose machine asked for a timer since the last flush. The timer is armed at the
     /// flush, if still wanted: a call routed or answered in the same callbacks never makes one.
     private var timersToArm: [H2ClientCall] = []
@@ -549,25 +546,31 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
     private func fetchToken(_ call: H2ClientCall) {
         guard let key = call.key else { return }
         let stream = call.clientStream
-        let outer = fetchingStream
-        fetchingStream = stream
-        // The answer finds its call by stream id (HTTP/2 never reuses one on a connection, and a
-        // call leaves `calls` when its stream closes or the connection closes). No weak
-        // references, which give their object a side table and slow reference counting for the
-        // rest of its life: the cache calls back exactly once, so holding the connection until
-        // then keeps a closed one a little longer at most.
-        core.cache.token(for: key) { [self] result in
-            guard let call = calls[stream] else { return }
-            // Answered before `token(for:)` returns: a cache hit, and the caller flushes.
-            let hit = fetchingStream == stream
-            if call.record.cacheOutcome == nil { call.record.cacheOutcome = hit ? "hit" : "miss" }
-            switch result {
-            case .failure(let failure): perform(call.state.tokenFailed(failure), for: call)
-            case .success(let token): tokenArrived(call, token)
+        // A hit is answered here, with no closure made. A call that waits is found again by
+        // stream id (HTTP/2 never reuses one on a connection, and a call leaves `calls` when its
+        // stream closes or the connection closes). No weak references, which give their object
+        // a side table and slow reference counting for the rest of its life: the cache calls
+        // back exactly once, so holding the connection until then keeps a closed one a little
+        // longer at most. The outcome is noted before any answer can end the call.
+        let answer = core.cache.token(for: key) {
+            if call.record.cacheOutcome == nil { call.record.cacheOutcome = "miss" }
+            return { [self] result in
+                guard let call = calls[stream] else { return }
+                tokenAnswered(call, result)
+                flushSoon()
             }
-            if !hit { flushSoon() }
         }
-        fetchingStream = outer
+        if let answer {
+            if call.record.cacheOutcome == nil { call.record.cacheOutcome = "hit" }
+            tokenAnswered(call, answer)
+        }
+    }
+
+    private func tokenAnswered(_ call: H2ClientCall, _ result: Result<String, ProxyFailure>) {
+        switch result {
+        case .failure(let failure): perform(call.state.tokenFailed(failure), for: call)
+        case .success(let token): tokenArrived(call, token)
+        }
     }
 
     private func tokenArrived(_ call: H2ClientCall, _ token: String) {

@@ -55,6 +55,8 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         flushWakeup = LoopWakeup(loop: loop) { [unowned self] in flush() }
     }
 
+    deinit { tickTimer?.cancel() }
+
     /// Streams open or waiting: what the pool balances on.
     var load: Int { streams.count + pending.count }
 
@@ -89,7 +91,7 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         head.append(name: ":scheme", value: isTLS ? "https" : "http")
         head.append(name: ":authority", value: origin.hostHeader)
         head.append(name: ":path", value: request.requestPath)
-        head.append(contentsOf: request.requestFields)
+        request.appendRequestFields(to: &head)
         head.append(name: "authorization", prefix: "Bearer ", value: request.requestToken)
         let stream = session.submitRequest(head, hasBody: request.requestHasBody)
         swap(&head, &outgoingHead)
@@ -220,7 +222,10 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     /// deadline's sweep to be late by a tenth of it at most.
     private func scheduleTick() {
         guard let period = keepalive?.tickPeriod else { return }
-        tickTimer = loop.schedule(after: min(period, answerTimeout / 10)) { [weak self] in self?.tick() }
+        // Unowned, not weak: a weak reference would give the connection a side table, and every
+        // retain and release of it (several a call) the slow path. `deinit` cancels the timer,
+        // so it never fires for a connection that is gone.
+        tickTimer = loop.schedule(after: min(period, answerTimeout / 10)) { [unowned self] in tick() }
     }
 
     private func tick() {

@@ -109,15 +109,12 @@ enum HopByHop {
         of fields: HeadFields, dropping drop: (ByteView) -> Bool, lowerCasedTo list: inout H2HeaderList
     ) {
         let listed = connectionTokens(fields)
-        var lower: [UInt8] = []
         fields.withView { view in
             for i in 0..<view.count {
                 let name = view.name(i)
                 if drop(name) { continue }
                 if listed.contains(where: { view.slice($0).equalsIgnoringCase(name) }) { continue }
-                lower.removeAll(keepingCapacity: true)
-                for b in name.buffer { lower.append(b | (b &- 0x41 < 26 ? 0x20 : 0)) }
-                lower.withUnsafeBufferPointer { list.append(name: ByteView($0), value: view.value(i)) }
+                list.append(lowerCasing: name, value: view.value(i))
             }
         }
     }

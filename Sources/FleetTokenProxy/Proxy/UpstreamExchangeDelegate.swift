@@ -10,6 +10,10 @@ protocol UpstreamExchangeDelegate: AnyObject {
     var requestPath: String { get }
     /// The request's regular fields to forward, hop-by-hop fields already dropped.
     var requestFields: H2HeaderList { get }
+    /// Appends `requestFields` to `list`, the head being submitted: a client half whose
+    /// fields are not an `H2HeaderList` already writes them there, with no list of its own
+    /// made per send.
+    func appendRequestFields(to list: inout H2HeaderList)
     /// The bearer token to attach.
     var requestToken: String { get }
     /// Request body bytes follow the head (they may not have arrived yet).

@@ -59,7 +59,7 @@ package struct TokenCacheStatistics: Sendable, Equatable {
 /// the entries, the queued calls and the timers, and talks to the fetcher.
 ///
 /// Lives on one event-loop thread: not `Sendable`, no locks. Completions run on that thread,
-/// sometimes before `token(for:)` returns, and may call `token(for:)` again: every change of
+/// sometimes before `token(for:completion:)` returns, and may call `token(for:)` again: every change of
 /// state is made before a completion or the fetcher is called.
 final class TokenCache {
     typealias Completion = (Result<String, ProxyFailure>) -> Void
@@ -179,37 +179,47 @@ final class TokenCache {
     /// the fetch every waiting call shares, or at once with the last failure while the
     /// entity backs off.
     package func token(for key: EntityKey, completion: @escaping Completion) {
+        if let answer = token(for: key, waiter: { completion }) { completion(answer) }
+    }
+
+    /// The answer for `key` when there is one now: the cached token (a refresh may have started
+    /// behind it), or the failure of an entity that backs off or has too many calls waiting.
+    /// Otherwise the call waits: `waiter()` is made, queued and later called exactly once, and
+    /// the result is nil. The waiter is made only then, so the proxy path's hits allocate no
+    /// closure and hold no reference to the connection that asked.
+    package func token(for key: EntityKey, waiter: () -> Completion) -> Result<String, ProxyFailure>? {
         let now = clock.monotonicNow
         dropIdleEntries(now: now)
         let index = touch(key)
         switch slots[index].entry.request(now: now) {
         case .serve(let token):
             statistics.hits += 1
-            completion(.success(token))
+            return .success(token)
 
         case .serveAndStartRefresh(let token):
             statistics.hits += 1
             startFetch(slot: index)
-            completion(.success(token))
+            return .success(token)
 
         case .wait(let startFetch):
             statistics.misses += 1
             // Queued before the fetch starts: a fetcher that completes at once answers it.
-            slots[index].waiters.append(completion)
+            slots[index].waiters.append(waiter())
             if startFetch {
                 self.startFetch(slot: index)
             } else {
                 statistics.coalesced += 1
             }
+            return nil
 
         case .fail(let failure):
             statistics.refusedDuringBackoff += 1
-            completion(.failure(failure))
+            return .failure(failure)
 
         case .tooManyWaiters:
             statistics.refusedTooManyWaiting += 1
-            completion(.failure(.providerUnavailable(
-                "too many calls waiting for the token of \(key.type.rawValue) \(quoted(key.id)) (at most \(maxWaiters))")))
+            return .failure(.providerUnavailable(
+                "too many calls waiting for the token of \(key.type.rawValue) \(quoted(key.id)) (at most \(maxWaiters))"))
         }
     }
 
