@@ -122,3 +122,21 @@ def test_relay_cpu_is_the_busiest_rest_phase(tmp_path):
     (tmp_path / "stat-relay-sidecar-2-after.txt").write_text("")
     assert report.relay_busy_percent("sidecar") == 10
     assert report.relay_busy_percent("nginx") is None
+
+
+def test_cpu_per_call_is_over_every_round_weighted_by_its_calls():
+    from benchstats.results import Round, RowResult
+
+    def round_of(run, rps, cpu_us):
+        return Round(run=run, requests_per_second=rps, p50_us=None, p99_us=None, failed=0, cpu_us=cpu_us, user_us=None)
+
+    # The median round by req/s (the second) has the lowest CPU: not the figure reported.
+    rounds = [round_of(1, 3000, 82.0), round_of(2, 3050, 59.0), round_of(3, 3100, 74.0)]
+    row = RowResult(row="rsidecar", status="ok", median=rounds[1], failed=0, rounds=rounds)
+    expected = (82.0 * 3000 + 59.0 * 3050 + 74.0 * 3100) / 9150
+    assert remote.RemoteReport.cpu_us_over_rounds(row) == round(expected, 1)
+    assert remote.RemoteReport.cpu_s_per_1000(row) == round(round(expected, 1) / 1000, 3)
+    # A round without a CPU sample is left out; none at all gives no figure.
+    row.rounds.append(round_of(4, 3000, None))
+    assert remote.RemoteReport.cpu_us_over_rounds(row) == round(expected, 1)
+    assert remote.RemoteReport.cpu_us_over_rounds(RowResult(row="rnginx", status="failed")) is None

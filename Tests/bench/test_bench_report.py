@@ -163,8 +163,10 @@ def test_table(results, capsys):
     assert lines[0] == "fleet-token-proxy bench, 2026-11-24T09:41:19Z"
     assert lines[1] == "host: 2 cores, Linux 6.1; nginx/1.22.1; HAProxy 2.6.12-1+deb12u4; wrk debian/4.1.0-3+b2"
     assert "gRPC (h2c)" not in out
-    assert lines[6] == "row                     req/s    p50 us    p99 us   cpu us   usr us   failed  status"
-    assert lines[7] == "direct                  16157      1380     28960     23.3      8.9        0  ok"
+    # A results directory from before PROXY_CREDENTIAL: the proxies set the 13-byte credential.
+    assert lines[4] == "nginx and HAProxy set Authorization: Bearer static (13 bytes; a run from before PROXY_CREDENTIAL)"
+    assert lines[7] == "row                     req/s    p50 us    p99 us   cpu us   usr us   failed  status"
+    assert lines[8] == "direct                  16157      1380     28960     23.3      8.9        0  ok"
     assert "sidecar 200 ids             -         -         -        -        -        -  skipped (SKIP_SIDECAR=1)" in lines
     assert "memory             skipped (SKIP_MEMORY=1)" in lines
     assert "issue 10 target                                           now     target   met" in lines
@@ -213,3 +215,11 @@ def test_grpc_rows_in_the_table(results, capsys):
     assert "gRPC (h2c): h2load -t1 -c10 -m10 -D 1s, POST /maps.fleetengine.v1.VehicleService/GetVehicle" in lines
     assert "grpc direct             14928       233       536        -        -        0  ok" in lines
     assert "gRPC req/s, grpc sidecar/grpc haproxy                     n/a   >= 1.20x   n/a" in lines
+
+
+def test_table_names_the_credential_the_proxies_set(results, capsys):
+    anchors_ok(results)
+    results.settings.update(PROXY_CREDENTIAL="jwt", CREDENTIAL_BYTES="739")
+    assert main(["report", str(results.write())]) == 0
+    assert ("nginx and HAProxy set Authorization to a stand-in provider's JWT (739 bytes with `Bearer `), "
+            "as long as the sidecar's") in capsys.readouterr().out.splitlines()

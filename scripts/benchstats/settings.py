@@ -34,3 +34,13 @@ class Settings:
     def flag(self, name: str) -> bool:
         """A 0/1 switch such as SKIP_H2: on only when it is 1, as the script reads them."""
         return self._values.get(name) == "1"
+
+    def credential_line(self) -> str:
+        """What nginx and HAProxy attach to every call (scripts/bench's PROXY_CREDENTIAL)."""
+        kind, size = self.get("PROXY_CREDENTIAL"), self.get("CREDENTIAL_BYTES")
+        if kind == "jwt":
+            return (f"nginx and HAProxy set Authorization to a stand-in provider's JWT ({size} bytes with `Bearer `), "
+                    "as long as the sidecar's")
+        if kind == "static":
+            return f"nginx and HAProxy set Authorization: Bearer static ({size} bytes; PROXY_CREDENTIAL=static)"
+        return "nginx and HAProxy set Authorization: Bearer static (13 bytes; a run from before PROXY_CREDENTIAL)"

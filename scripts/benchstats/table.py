@@ -73,6 +73,7 @@ class Report:
             _host(self.results),
             f"load average before the runs: {s.get('LOAD_BEFORE')}; after: {s.get('LOAD_AFTER')}",
             f"commit: {s.get('COMMIT')}; median of {s.get('RUNS')} round(s)",
+            s.credential_line(),
             f"HTTP/1.1: wrk -t{s.get('THREADS')} -c{s.get('CONNECTIONS')} -d{s.get('DURATION')} --latency, "
             f"GET {s.get('REQUEST_PATH')} (the -c1 rows: -c1)",
         ]
