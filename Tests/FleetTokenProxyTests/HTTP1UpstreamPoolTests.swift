@@ -157,6 +157,38 @@ final class HTTP1UpstreamPoolTests: BacklogListenerTestCase {
         pool.close()
     }
 
+    /// A connection holds its borrower for the exchange only: giving the connection back, or
+    /// discarding it, lets go of the borrower, which (as a client connection does) holds the
+    /// connection in turn.
+    func testTheBorrowerIsHeldForTheExchangeAndLetGoWhenItEnds() throws {
+        final class Sink: ResponseSink {
+            var connection: HTTP1UpstreamConnection?
+            func responseHead(_ head: ResponseHead, from connection: HTTP1UpstreamConnection) {}
+            func responseBody(count: Int, from connection: HTTP1UpstreamConnection) {}
+            func responseEnded(from connection: HTTP1UpstreamConnection) {}
+            func responseFailed(_ failure: ProxyFailure, retryable: Bool) {}
+        }
+        let pool = pool(maxConnections: 2)
+        for discard in [false, true] {
+            weak var borrower: Sink?
+            let connection = try XCTUnwrap(borrowed(from: pool))
+            do {
+                let sink = Sink()
+                sink.connection = connection
+                connection.beginExchange(method: "GET", sink: sink)
+                borrower = sink
+            }
+            XCTAssertNotNil(borrower, "the connection let go of its borrower during the exchange")
+            if discard {
+                pool.discard(connection, reason: "test")
+            } else {
+                pool.release(connection, reusable: true)
+            }
+            XCTAssertNil(borrower, "the borrower outlived its exchange (discard: \(discard))")
+        }
+        pool.close()
+    }
+
     func testAfterAnIdleStretchAnExchangeGetsTheWholeResponseTimeout() throws {
         final class Sink: ResponseSink {
             var failure: ProxyFailure?

@@ -444,11 +444,10 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             upstreamLent(upstream, call: number)
             return
         }
-        call.ticket = core.upstream.acquire { [weak self, pool = core.upstream] result in
-            guard let self else {
-                if case .success(let c) = result { pool.release(c, reusable: true) }
-                return
-            }
+        // The ticket's completion holds the connection strongly (a weak reference would give it
+        // a side table, and every retain and release the slow path); `endCall` cancels the
+        // ticket, which drops the completion, so the cycle ends with the call.
+        call.ticket = core.upstream.acquire { [self] result in
             switch result {
             case .failure(let failure): upstreamFailed(failure, call: number)
             case .success(let upstream): upstreamLent(upstream, call: number)

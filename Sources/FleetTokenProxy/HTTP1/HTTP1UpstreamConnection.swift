@@ -23,7 +23,12 @@ final class HTTP1UpstreamConnection: TransportDelegate {
     private var state: State = .connecting
     /// Unowned: the pool outlives every connection it dials (it closes them in its own close()).
     private unowned let pool: HTTP1UpstreamPool
-    private weak var sink: ResponseSink?
+    /// The borrower reading the answer, held strongly from `beginExchange` until the connection
+    /// goes back to the pool (`markIdle`) or is closed (`closeTransport`), the two ways every
+    /// exchange ends; a borrower that gives up discards the connection. Not weak: a weak
+    /// reference would give the borrower (a client connection) a side table, and every retain
+    /// and release of it the slow path.
+    private var sink: ResponseSink?
     private var requestMethod = "GET"
     private var bytesReceived = false
     private let limits: ClientLimits
