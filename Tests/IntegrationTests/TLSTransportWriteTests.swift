@@ -93,18 +93,38 @@ final class TLSTransportWriteTests: XCTestCase {
         (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ seed &* 7 &+ $0 >> 8) }
     }
 
+    /// Writes `count` records of `size` bytes from `end`, seeds from `firstSeed` on: each write
+    /// is one `SSL_write`, one record, gone before the loop runs again. Returns their bytes.
+    private func writeRecords(from end: End, count: Int, size: Int, firstSeed: Int,
+                              file: StaticString = #filePath, line: UInt = #line) -> [UInt8] {
+        var written: [UInt8] = []
+        for seed in firstSeed..<firstSeed + count {
+            let record = pattern(size, seed: seed)
+            end.transport.write(record)
+            XCTAssertEqual(end.transport.outputLength, 0, file: file, line: line)
+            written += record
+        }
+        return written
+    }
+
+    /// Runs the loop until `end` has received as many bytes as `bytes`, and checks they are
+    /// those bytes.
+    private func assertReceives(_ end: End, exactly bytes: [UInt8], file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertTrue(run { end.received.count == bytes.count }, "received \(end.received.count) of \(bytes.count)",
+                      file: file, line: line)
+        XCTAssertEqual(end.received, bytes, file: file, line: line)
+    }
+
     func testAWriteAfterTheHandshakeGoesThroughSSLWriteAtOnce() throws {
         let (client, server) = try connectedPair()
         let request = pattern(700, seed: 1)
         client.transport.write(request)
         XCTAssertEqual(client.transport.outputLength, 0, "the write went out at once, nothing queued behind a loop turn")
-        XCTAssertTrue(run { server.received.count == request.count })
-        XCTAssertEqual(server.received, request)
+        assertReceives(server, exactly: request)
         let answer = pattern(300, seed: 2)
         server.transport.write(answer)
         XCTAssertEqual(server.transport.outputLength, 0, "the accepting side too")
-        XCTAssertTrue(run { client.received.count == answer.count })
-        XCTAssertEqual(client.received, answer)
+        assertReceives(client, exactly: answer)
         client.transport.close()
         server.transport.close()
     }
@@ -173,25 +193,15 @@ final class TLSTransportWriteTests: XCTestCase {
     func testRecordsReadAheadTogetherAllArriveAtOnce() throws {
         let (client, server) = try connectedPair()
         client.transport.readAhead()
-        var expected: [UInt8] = []
-        for seed in 0..<5 {
-            let record = pattern(120, seed: 20 + seed)
-            // Each write is one SSL_write, one record, sent before the loop runs again.
-            server.transport.write(record)
-            XCTAssertEqual(server.transport.outputLength, 0)
-            expected += record
-        }
-        XCTAssertTrue(run { client.received.count >= expected.count }, "received \(client.received.count) of \(expected.count)")
-        XCTAssertTrue(client.received == expected)
+        let records = writeRecords(from: server, count: 5, size: 120, firstSeed: 20)
+        assertReceives(client, exactly: records)
         // Reading ahead goes on working for later records, and the other way.
         let later = pattern(40_000, seed: 30)
         server.transport.write(later)
-        XCTAssertTrue(run { client.received.count >= expected.count + later.count })
-        XCTAssertTrue(client.received.suffix(later.count).elementsEqual(later))
+        assertReceives(client, exactly: records + later)
         let request = pattern(700, seed: 31)
         client.transport.write(request)
-        XCTAssertTrue(run { server.received.count == request.count })
-        XCTAssertEqual(server.received, request)
+        assertReceives(server, exactly: request)
         client.transport.close()
         server.transport.close()
     }
@@ -203,14 +213,7 @@ final class TLSTransportWriteTests: XCTestCase {
         let (client, server) = try connectedPair()
         client.transport.readAhead()
         client.transport.readAheadTakeLimit = 100
-        var expected: [UInt8] = []
-        for seed in 0..<8 {
-            let record = pattern(120, seed: 40 + seed)
-            server.transport.write(record)
-            expected += record
-        }
-        XCTAssertTrue(run { client.received.count >= expected.count }, "received \(client.received.count) of \(expected.count)")
-        XCTAssertTrue(client.received == expected)
+        assertReceives(client, exactly: writeRecords(from: server, count: 8, size: 120, firstSeed: 40))
         client.transport.close()
         server.transport.close()
     }
