@@ -82,3 +82,48 @@ def test_callgrind_command_refuses_a_run_short_of_calls(capsys):
     assert main(["callgrind", "2000", str(f / "callgrind-h1-2000.out"), str(f / "h2load-callgrind-h1-2000.txt"),
                  "12000", str(f / "callgrind-h1-12000.out"), str(f / "h2load-callgrind-h1-2000.txt")]) == 1
     assert "2000 of 12000 calls succeeded" in capsys.readouterr().err
+
+
+def test_callgrind_table_rows_and_ratio():
+    lines = callgrind.table({("h1", "sidecar"): 28328, ("h1", "nginx"): 21126, ("h1", "haproxy"): 35300,
+                             ("h2c", "sidecar"): 90427, ("h2c", "haproxy"): 55929,
+                             ("h1tls", "sidecar"): 76795})
+    assert lines[0].split() == ["sidecar", "nginx", "HAProxy", "sidecar/fewest"]
+    # Over the fewest of the proxies that have a count; `-` for a server without one, and for the
+    # ratio when no proxy has a count.
+    assert lines[1].split()[-4:] == ["28328", "21126", "35300", "1.34x"]
+    assert lines[2].split()[-4:] == ["90427", "-", "55929", "1.62x"]
+    assert lines[3].split()[-4:] == ["76795", "-", "-", "-"]
+
+
+def callgrind_results(directory, counts):
+    """A results directory with the runs of `counts` ({profile name: (Ir at 2000, Ir at 12000)}),
+    each with the fixtures' h2load output of every call answered."""
+    for name, totals in counts.items():
+        for calls, total in zip((2000, 12000), totals):
+            (directory / f"callgrind-{name}-{calls}.out").write_text(f"events: Ir\nsummary: {total}\n")
+            (directory / f"h2load-callgrind-{name}-{calls}.txt").write_text(
+                fixture_text(f"h2load-callgrind-h1-{calls}.txt"))
+
+
+def test_callgrind_table_command(tmp_path, capsys):
+    callgrind_results(tmp_path, {name: (1_000_000, 1_000_000 + 10_000 * per_call) for name, per_call in {
+        "h1": 30, "h2c": 90, "h1tls": 80, "h1-nginx": 20, "h1tls-nginx": 40,
+        "h1-haproxy": 35, "h2c-haproxy": 60, "h1tls-haproxy": 50}.items()})
+    assert main(["callgrind-table", str(tmp_path), "2000", "12000", "sidecar", "nginx", "haproxy"]) == 0
+    rows = [line.split()[-4:] for line in capsys.readouterr().out.splitlines()[1:]]
+    assert rows == [["30", "20", "35", "1.50x"], ["90", "-", "60", "1.50x"], ["80", "40", "50", "2.00x"]]
+    # The sidecar alone: the proxies' profiles are not read.
+    assert main(["callgrind-table", str(tmp_path), "2000", "12000", "sidecar"]) == 0
+    assert [line.split()[-4:] for line in capsys.readouterr().out.splitlines()[1:]][0] == ["30", "-", "-", "-"]
+
+
+def test_callgrind_table_command_refuses_a_missing_or_short_run(tmp_path, capsys):
+    callgrind_results(tmp_path, {"h1": (1, 2), "h2c": (1, 2), "h1tls": (1, 2), "h1-nginx": (1, 2)})
+    assert main(["callgrind-table", str(tmp_path), "2000", "12000", "sidecar", "nginx"]) == 1
+    assert "h2load-callgrind-h1tls-nginx-2000.txt" in capsys.readouterr().err
+    # A run whose h2load output shows fewer calls than it was asked for.
+    (tmp_path / "h2load-callgrind-h1tls-12000.txt").write_text(fixture_text("h2load-callgrind-h1-2000.txt"))
+    assert main(["callgrind-table", str(tmp_path), "2000", "12000", "sidecar"]) == 1
+    assert "2000 of 12000 calls succeeded" in capsys.readouterr().err
+    assert main(["callgrind-table", str(tmp_path), "2000", "12000", "nginx"]) == 2

@@ -14,6 +14,10 @@
   callgrind N1 OUT1 H2LOAD1 N2 OUT2 H2LOAD2
                              instructions per call between two callgrind runs of N1 and N2
                              calls, whose h2load outputs must show every call answered
+  callgrind-table DIR N1 N2 SERVER...
+                             the callgrind mode's table: instructions per call of each SERVER
+                             (sidecar, nginx, haproxy) over each protocol, from DIR's profiles
+                             and h2load outputs of N1 and N2 calls
 """
 from __future__ import annotations
 
@@ -44,21 +48,58 @@ def report(directory: str) -> int:
     return 1 if failures else 0
 
 
-def callgrind_per_call(*runs: tuple[int, str, str]) -> int:
+def per_call(*runs: tuple[int, str, str]) -> float:
+    """Instructions per call between two runs (calls, profile, h2load's output); raises
+    ValueError, saying why, when a run is missing, short of calls or without a total."""
     totals = []
     for calls, profile, client in runs:
-        report = h2load.parse_report(Path(client).read_text(errors="replace"))
+        try:
+            client_text = Path(client).read_text(errors="replace")
+            profile_text = Path(profile).read_text(errors="replace")
+        except OSError as error:
+            raise ValueError(f"{error.filename}: {error.strerror}") from error
+        report = h2load.parse_report(client_text)
         if report.done != calls or report.succeeded != calls or report.failed:
-            print(f"{client}: {report.succeeded} of {calls} calls succeeded ({report.done} done, "
-                  f"{report.failed} failed)", file=sys.stderr)
-            return 1
-        total = callgrind.instructions(Path(profile).read_text(errors="replace"))
+            raise ValueError(f"{client}: {report.succeeded} of {calls} calls succeeded ({report.done} done, "
+                             f"{report.failed} failed)")
+        total = callgrind.instructions(profile_text)
         if total is None:
-            print(f"{profile}: no instruction total", file=sys.stderr)
-            return 1
+            raise ValueError(f"{profile}: no instruction total")
         totals.append(total)
     (low_calls, _, _), (high_calls, _, _) = runs
-    print(f"{callgrind.per_call(totals[0], totals[1], low_calls, high_calls):.0f}")
+    return callgrind.per_call(totals[0], totals[1], low_calls, high_calls)
+
+
+def callgrind_per_call(*runs: tuple[int, str, str]) -> int:
+    try:
+        print(f"{per_call(*runs):.0f}")
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 1
+    return 0
+
+
+def callgrind_table(directory: str, low_calls: int, high_calls: int, servers: list[str]) -> int:
+    """The callgrind mode's table over DIR's profiles of SERVERS (each must have every row but
+    those in callgrind.NOT_RUN)."""
+    unknown = [server for server in servers if server not in callgrind.SERVERS]
+    if unknown or "sidecar" not in servers:
+        print(f"callgrind-table: servers are the sidecar and any of nginx, haproxy, not {servers}", file=sys.stderr)
+        return 2
+    counts: dict[tuple[str, str], float] = {}
+    for protocol, _ in callgrind.PROTOCOLS:
+        for server in servers:
+            if (protocol, server) in callgrind.NOT_RUN:
+                continue
+            name = callgrind.profile_name(protocol, server)
+            runs = [(calls, f"{directory}/callgrind-{name}-{calls}.out", f"{directory}/h2load-callgrind-{name}-{calls}.txt")
+                    for calls in (low_calls, high_calls)]
+            try:
+                counts[(protocol, server)] = per_call(*runs)
+            except ValueError as error:
+                print(error, file=sys.stderr)
+                return 1
+    print("\n".join(callgrind.table(counts)))
     return 0
 
 
@@ -86,6 +127,8 @@ def main(arguments: list[str]) -> int:
         return 0
     if command == "callgrind" and len(rest) == 6:
         return callgrind_per_call((int(rest[0]), rest[1], rest[2]), (int(rest[3]), rest[4], rest[5]))
+    if command == "callgrind-table" and len(rest) >= 4:
+        return callgrind_table(rest[0], int(rest[1]), int(rest[2]), rest[3:])
     print(__doc__, file=sys.stderr)
     return 2
 
