@@ -42,7 +42,8 @@ def profile_name(protocol: str, server: str) -> str:
 def table(counts: dict[tuple[str, str], float]) -> list[str]:
     """The table of instructions per call: a row per protocol, a column per server (`-` where a
     server has no count), and the sidecar's count over the fewest of the proxies'."""
-    lines = [f"{'':50} {'sidecar':>8} {'nginx':>8} {'HAProxy':>8} {'sidecar/fewest':>15}"]
+    names = " ".join(f"{SERVER_NAMES[server]:>8}" for server in SERVERS)
+    lines = [f"{'':50} {names} {'sidecar/fewest':>15}"]
     for protocol, label in PROTOCOLS:
         cells = [counts.get((protocol, server)) for server in SERVERS]
         proxies = [count for count in cells[1:] if count is not None]
