@@ -106,16 +106,24 @@ def callgrind_results(directory, counts):
                 fixture_text(f"h2load-callgrind-h1-{calls}.txt"))
 
 
-def test_callgrind_table_command(tmp_path, capsys):
+def test_callgrind_table_command(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PROXY_CREDENTIAL", "jwt")
+    monkeypatch.setenv("CREDENTIAL_BYTES", "733")
     callgrind_results(tmp_path, {name: (1_000_000, 1_000_000 + 10_000 * per_call) for name, per_call in {
         "h1": 30, "h2c": 90, "h1tls": 80, "h1-nginx": 20, "h1tls-nginx": 40,
         "h1-haproxy": 35, "h2c-haproxy": 60, "h1tls-haproxy": 50}.items()})
     assert main(["callgrind-table", str(tmp_path), "2000", "12000", "sidecar", "nginx", "haproxy"]) == 0
-    rows = [line.split()[-4:] for line in capsys.readouterr().out.splitlines()[1:]]
+    lines = capsys.readouterr().out.splitlines()
+    # The proxies' credential first, in the words of the other tables.
+    assert lines[0] == ("nginx and HAProxy set Authorization to a stand-in provider's JWT (733 bytes with `Bearer `), "
+                        "as long as the sidecar's")
+    rows = [line.split()[-4:] for line in lines[2:]]
     assert rows == [["30", "20", "35", "1.50x"], ["90", "-", "60", "1.50x"], ["80", "40", "50", "2.00x"]]
-    # The sidecar alone: the proxies' profiles are not read.
+    # The sidecar alone: the proxies' profiles are not read, and no credential line.
     assert main(["callgrind-table", str(tmp_path), "2000", "12000", "sidecar"]) == 0
-    assert [line.split()[-4:] for line in capsys.readouterr().out.splitlines()[1:]][0] == ["30", "-", "-", "-"]
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["sidecar", "nginx", "HAProxy", "sidecar/fewest"]
+    assert lines[1].split()[-4:] == ["30", "-", "-", "-"]
 
 
 def test_callgrind_table_command_refuses_a_missing_or_short_run(tmp_path, capsys):

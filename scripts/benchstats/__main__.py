@@ -17,7 +17,8 @@
   callgrind-table DIR N1 N2 SERVER...
                              the callgrind mode's table: instructions per call of each SERVER
                              (sidecar, nginx, haproxy) over each protocol, from DIR's profiles
-                             and h2load outputs of N1 and N2 calls
+                             and h2load outputs of N1 and N2 calls, after the proxies' credential
+                             (PROXY_CREDENTIAL and CREDENTIAL_BYTES in the environment)
 """
 from __future__ import annotations
 
@@ -99,7 +100,10 @@ def callgrind_table(directory: str, low_calls: int, high_calls: int, servers: li
             except ValueError as error:
                 print(error, file=sys.stderr)
                 return 1
-    print("\n".join(callgrind.table(counts)))
+    # The proxies' credential, in the words of the other tables (PROXY_CREDENTIAL and
+    # CREDENTIAL_BYTES in the environment, as scripts/bench sets them).
+    lines = [] if servers == ["sidecar"] else [Settings(dict(os.environ)).credential_line()]
+    print("\n".join(lines + callgrind.table(counts)))
     return 0
 
 
