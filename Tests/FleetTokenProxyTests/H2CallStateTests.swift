@@ -12,10 +12,10 @@ final class H2CallStateTests: XCTestCase {
     private enum Start { case receivingHead, routing, awaitingToken, forwarding, relaying, retrying, answeredLocally, reset, closed }
 
     /// A call brought to `start` by legal events; `endStream` says whether the request head ended it.
-    private func call(in start: Start, endStream: Bool = false, deadline: Double? = nil) -> H2CallState {
+    private func call(in start: Start, endStream: Bool = false, deadline: Double? = nil, idempotent: Bool = false) -> H2CallState {
         var state = H2CallState(now: now, headTimeout: 10)
         guard start != .receivingHead else { return state }
-        _ = state.requestHeadEnded(endStream: endStream, callDeadline: deadline)
+        _ = state.requestHeadEnded(endStream: endStream, callDeadline: deadline, idempotent: idempotent)
         switch start {
         case .receivingHead, .routing: break
         case .awaitingToken: _ = state.routed()
@@ -238,7 +238,7 @@ final class H2CallStateTests: XCTestCase {
 
     func testNoRetryOnceMoreThanTheReplayLimitWasSent() {
         var state = call(in: .forwarding)
-        XCTAssertEqual(state.requestBodyRead(count: H2CallState.replayLimit - 1, remaining: 10), .send(keepCopy: true))
+        XCTAssertEqual(state.requestBodyRead(count: ReplayPolicy.bodyBound - 1, remaining: 10), .send(keepCopy: true))
         XCTAssertEqual(state.requestBodyRead(count: 1, remaining: 10), .send(keepCopy: true), "exactly the limit is kept")
         XCTAssertEqual(state.requestBodyRead(count: 1, remaining: 9), .send(keepCopy: false))
         XCTAssertEqual(state.requestBodyRead(count: 1, remaining: 8), .send(keepCopy: false), "a gap is never kept")
@@ -300,36 +300,58 @@ final class H2CallStateTests: XCTestCase {
 
     // MARK: forwarding: the exchange's end
 
-    func testARefusedExchangeIsSentAgainUpToThreeStartsInAll() {
+    func testAnUnprocessedExchangeIsSentAgainUpToThePolicysSends() {
         var state = call(in: .forwarding)
-        XCTAssertEqual(state.upstreamClosed(.refused(broken)), .resend)
-        XCTAssertEqual(state.upstreamClosed(.connectionLost(broken)), .resend)
+        XCTAssertEqual(state.upstreamClosed(.unprocessed(broken)), .resend)
+        XCTAssertEqual(state.upstreamClosed(.unprocessed(broken)), .resend)
         XCTAssertEqual(state.state, .forwarding(.init(sends: .init(attempt: 1, starts: 3), copied: 0)))
-        XCTAssertEqual(state.upstreamClosed(.refused(broken)), .answer(answer(.failure(broken))))
+        XCTAssertEqual(state.upstreamClosed(.unprocessed(broken)), .answer(answer(.failure(broken))))
     }
 
-    func testADeclinedExchangeIsAsALostOneForAnHTTP2Client() {
+    /// docs/CONTRACT.md §7: a lost connection may have carried the request's end to Fleet
+    /// Engine; only a method that may run twice goes again (a gRPC call never).
+    func testALostExchangeIsSentAgainOnlyForAnIdempotentMethod() {
+        var post = call(in: .forwarding, endStream: true)
+        XCTAssertEqual(post.upstreamClosed(.connectionLost(broken)), .answer(answer(.failure(broken))))
+        var put = call(in: .forwarding, endStream: true, idempotent: true)
+        XCTAssertEqual(put.upstreamClosed(.connectionLost(broken)), .resend)
+        XCTAssertEqual(put.upstreamClosed(.connectionLost(broken)), .resend)
+        XCTAssertEqual(put.upstreamClosed(.connectionLost(broken)), .answer(answer(.failure(broken))))
+    }
+
+    func testADeclinedExchangeGoesAgainAndCountsAsASend() {
         var state = call(in: .forwarding)
         XCTAssertEqual(state.upstreamClosed(.declined(broken)), .resend)
         XCTAssertEqual(state.upstreamClosed(.declined(broken)), .resend)
-        XCTAssertEqual(state.upstreamClosed(.declined(broken)), .answer(answer(.failure(broken))))
+        XCTAssertEqual(state.upstreamClosed(.declined(broken)), .answer(answer(.failure(broken))), "a gRPC call cannot loop")
     }
 
     func testStartsAreCountedAcrossTheRetry() {
         var state = call(in: .forwarding)
-        _ = state.upstreamClosed(.refused(broken))
+        _ = state.upstreamClosed(.unprocessed(broken))
         _ = state.upstreamHeaderBlock(endStream: true, informational: false, unauthenticated: true)
         _ = state.tokenArrived()
-        XCTAssertEqual(state.upstreamClosed(.refused(broken)), .answer(answer(.failure(broken))))
+        XCTAssertEqual(state.upstreamClosed(.unprocessed(broken)), .answer(answer(.failure(broken))))
     }
 
-    func testAnExchangeThatSentABodyByteIsNotSentAgain() {
+    func testAnExchangeWhoseSentBytesWereCopiedIsSentAgainFromTheStart() {
         var state = call(in: .forwarding)
-        _ = state.requestBodyRead(count: 1, remaining: 0)
-        XCTAssertEqual(state.upstreamClosed(.refused(broken)), .answer(answer(.failure(broken))))
-        var lost = call(in: .forwarding)
-        _ = lost.requestBodyRead(count: 1, remaining: 0)
-        XCTAssertEqual(lost.upstreamClosed(.connectionLost(broken)), .answer(answer(.failure(broken))))
+        XCTAssertEqual(state.requestBodyRead(count: 100, remaining: 0), .send(keepCopy: true))
+        XCTAssertEqual(state.upstreamClosed(.unprocessed(broken)), .resend)
+        XCTAssertEqual(state.state, .forwarding(.init(sends: .init(attempt: 1, starts: 2), copied: 0)),
+                       "the copy goes back in front: nothing of this send has left")
+    }
+
+    func testAnExchangeThatSentBytesItDidNotCopyIsNotSentAgain() {
+        var state = call(in: .forwarding)
+        _ = state.requestBodyRead(count: ReplayPolicy.bodyBound + 1, remaining: 0)
+        XCTAssertEqual(state.upstreamClosed(.unprocessed(broken)), .answer(answer(.failure(broken))))
+        var retried = call(in: .forwarding, idempotent: true)
+        _ = retried.upstreamHeaderBlock(endStream: true, informational: false, unauthenticated: true)
+        _ = retried.tokenArrived()
+        _ = retried.requestBodyRead(count: 1, remaining: 0)
+        XCTAssertEqual(retried.upstreamClosed(.connectionLost(broken)), .answer(answer(.failure(broken))),
+                       "the retry with a fresh token keeps no copy")
     }
 
     func testAFailedExchangeBeforeTheHeadAnswersLocally() {
@@ -407,7 +429,7 @@ final class H2CallStateTests: XCTestCase {
     }
 
     func testUpstreamFailureAfterTheHeadResetsTheClient() {
-        for end: UpstreamEnd in [.failed(broken), .refused(broken), .connectionLost(broken)] {
+        for end: UpstreamEnd in [.failed(broken), .unprocessed(broken), .connectionLost(broken)] {
             var state = call(in: .relaying)
             XCTAssertEqual(state.upstreamClosed(end), .resetClient(errorCode: H2CallState.internalError))
             XCTAssertEqual(state.state, .reset)

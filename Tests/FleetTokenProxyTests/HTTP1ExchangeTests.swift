@@ -14,26 +14,28 @@ final class HTTP1ExchangeTests: XCTestCase {
 
     /// An exchange in `start` for its first call (number 1), for `method`.
     private func exchange(
-        in start: Start, method: String = "GET", keepAlive: Bool = true, http10: Bool = false, expectsContinue: Bool = false
+        in start: Start, method: String = "GET", keepAlive: Bool = true, http10: Bool = false, expectsContinue: Bool = false,
+        body: HTTP1Exchange.BodyPlan? = nil
     ) -> HTTP1Exchange {
         var x = HTTP1Exchange(now: t0, headTimeout: 10)
-        func head(chunked: Bool) {
-            _ = x.headParsed(method: method, http10: http10, keepAlive: keepAlive, expectsContinue: expectsContinue, chunked: chunked)
+        func head(_ plan: HTTP1Exchange.BodyPlan) {
+            _ = x.headParsed(method: method, http10: http10, keepAlive: keepAlive, expectsContinue: expectsContinue, body: body ?? plan)
         }
         switch start {
         case .readingHead:
             break
         case .readingBody:
-            head(chunked: true)
+            head(.held)
         case .awaitingToken:
-            head(chunked: false)
+            head(.none)
         case .awaitingUpstream:
-            head(chunked: false)
+            head(.none)
             _ = x.tokenArrived(call: 1)
         case .forwarding, .forwardingHeld, .sent, .relaying, .retrying:
-            head(chunked: false)
+            // `.forwarding`: a long body streams; the others hold theirs.
+            head(start == .forwarding ? .streamed : .none)
             _ = x.tokenArrived(call: 1)
-            _ = x.upstreamReady(call: 1, bodyArrived: start != .forwarding)
+            _ = x.upstreamReady(call: 1)
             if start == .sent || start == .relaying || start == .retrying { _ = x.requestSent() }
             if start == .relaying { _ = x.responseHead(status: 200, framing: .contentLength(2), declared: .contentLength(2)) }
             if start == .retrying { _ = x.responseHead(status: 401, framing: .contentLength(0), declared: .contentLength(0)) }
@@ -115,7 +117,7 @@ final class HTTP1ExchangeTests: XCTestCase {
 
     func testAHeadWithoutAChunkedBodyGoesForItsToken() {
         var x = exchange(in: .readingHead)
-        XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, chunked: false),
+        XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, body: .none),
                        .lookUpToken(call: 1))
         XCTAssertEqual(x.phase, .awaitingToken(x.call!))
         XCTAssertEqual(x.call?.isIdempotent, true)
@@ -123,22 +125,38 @@ final class HTTP1ExchangeTests: XCTestCase {
         XCTAssertFalse(x.mayBeHTTP2)
     }
 
+    func testAHeadWithAShortDeclaredBodyReadsItWholeFirstSoTheCallCanBeSentAgain() {
+        var x = exchange(in: .readingHead)
+        XCTAssertEqual(x.headParsed(method: "PUT", http10: false, keepAlive: true, expectsContinue: false, body: .held),
+                       .readBody(writeContinue: false))
+        XCTAssertEqual(x.bytesArrived(now: t0 + 1), .readBody, "its bytes may come in any number of pieces")
+        XCTAssertEqual(x.bodyRead(), .lookUpToken(call: 1))
+        XCTAssertEqual(x.call?.replayable, true)
+    }
+
+    func testALongDeclaredBodyStreamsAndIsNotReplayable() {
+        var x = exchange(in: .readingHead)
+        XCTAssertEqual(x.headParsed(method: "PUT", http10: false, keepAlive: true, expectsContinue: false, body: .streamed),
+                       .lookUpToken(call: 1))
+        XCTAssertEqual(x.call?.replayable, false)
+    }
+
     func testAChunkedHeadReadsItsBodyFirstAndSaysContinueWhenAsked() {
         var x = exchange(in: .readingHead)
-        XCTAssertEqual(x.headParsed(method: "POST", http10: false, keepAlive: true, expectsContinue: true, chunked: true),
+        XCTAssertEqual(x.headParsed(method: "POST", http10: false, keepAlive: true, expectsContinue: true, body: .held),
                        .readBody(writeContinue: true))
         guard case .readingBody = x.phase else { return XCTFail("\(x.phase)") }
         XCTAssertEqual(x.call?.continueOwed, false, "said once")
 
         var quiet = exchange(in: .readingHead)
-        XCTAssertEqual(quiet.headParsed(method: "POST", http10: false, keepAlive: true, expectsContinue: false, chunked: true),
+        XCTAssertEqual(quiet.headParsed(method: "POST", http10: false, keepAlive: true, expectsContinue: false, body: .held),
                        .readBody(writeContinue: false))
     }
 
     func testCallsAreNumberedAcrossTheConnection() {
         var x = exchange(in: .readingHead)
         XCTAssertEqual(x.headRefused(.notFleetEngineCall("no"), bodySkippable: true), .refuse(.notFleetEngineCall("no"), keepAlive: true))
-        XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, chunked: false),
+        XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, body: .none),
                        .lookUpToken(call: 2))
     }
 
@@ -172,12 +190,12 @@ final class HTTP1ExchangeTests: XCTestCase {
         XCTAssertNil(x.bodyFailed(failure))
         XCTAssertNil(x.tokenArrived(call: 1))
         XCTAssertNil(x.tokenFailed(call: 1, failure, bodySkippable: true))
-        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: true), .giveBackConnection)
+        XCTAssertEqual(x.upstreamReady(call: 1), .giveBackConnection)
         XCTAssertNil(x.upstreamFailed(call: 1, failure, bodySkippable: true))
         XCTAssertNil(x.requestSent())
         XCTAssertNil(x.responseHead(status: 200, framing: .none, declared: .none))
         XCTAssertNil(x.responseEnded())
-        XCTAssertNil(x.responseFailed(failure, retryable: true))
+        XCTAssertNil(x.responseFailed(failure, retry: .connectionLost))
         XCTAssertNil(x.outputFlushed())
         XCTAssertNil(x.readingNextHead(now: t0))
         XCTAssertEqual(x, before)
@@ -213,14 +231,14 @@ final class HTTP1ExchangeTests: XCTestCase {
         guard case .awaitingToken = x.phase else { return XCTFail("\(x.phase)") }
         XCTAssertEqual(x.call?.replayable, true)
         _ = x.tokenArrived(call: 1)
-        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: false), .sendHeld(takeBody: false, firstAttempt: true),
+        XCTAssertEqual(x.upstreamReady(call: 1), .sendHeld(firstAttempt: true),
                        "already held")
     }
 
     func testIllegalEventsWhileReadingABodyChangeNothing() {
         var x = exchange(in: .readingBody, method: "POST")
         let before = x
-        XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, chunked: false), .endCall)
+        XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, body: .none), .endCall)
         XCTAssertNil(x.headRefused(failure, bodySkippable: true))
         XCTAssertNil(x.tokenArrived(call: 1))
         XCTAssertNil(x.headTimerFired(now: t0 + 100, buffered: 10))
@@ -241,17 +259,17 @@ final class HTTP1ExchangeTests: XCTestCase {
         XCTAssertNil(x.bytesArrived(now: t0 + 1), "pipelined bytes wait")
         XCTAssertEqual(x.tokenArrived(call: 1), .acquireUpstream(call: 1))
         guard case .awaitingUpstream = x.phase else { return XCTFail("\(x.phase)") }
-        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: true), .sendHeld(takeBody: true, firstAttempt: true))
+        XCTAssertEqual(x.upstreamReady(call: 1), .sendHeld(firstAttempt: true))
         guard case .forwarding(let call, let attempt) = x.phase else { return XCTFail("\(x.phase)") }
-        XCTAssertEqual(call.attempts, 1)
+        XCTAssertEqual(call.sends, 1)
         XCTAssertEqual(call.replayable, true)
         XCTAssertEqual(attempt, HTTP1Exchange.Attempt())
         XCTAssertFalse(x.requestFullySent)
     }
 
     func testABodyStillArrivingIsStreamedAndContinueSaidOnce() {
-        var x = exchange(in: .awaitingUpstream, method: "POST", expectsContinue: true)
-        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: false), .stream(writeContinue: true, firstAttempt: true))
+        var x = exchange(in: .awaitingUpstream, method: "POST", expectsContinue: true, body: .streamed)
+        XCTAssertEqual(x.upstreamReady(call: 1), .stream(writeContinue: true, firstAttempt: true))
         XCTAssertEqual(x.call?.replayable, false)
         XCTAssertEqual(x.bytesArrived(now: t0 + 1), .pumpBody)
         XCTAssertNil(x.requestSent())
@@ -266,7 +284,7 @@ final class HTTP1ExchangeTests: XCTestCase {
         XCTAssertNil(x.tokenFailed(call: 7, failure, bodySkippable: true))
         XCTAssertEqual(x, before)
         _ = x.tokenArrived(call: 1)
-        XCTAssertEqual(x.upstreamReady(call: 7, bodyArrived: true), .giveBackConnection)
+        XCTAssertEqual(x.upstreamReady(call: 7), .giveBackConnection)
         XCTAssertNil(x.upstreamFailed(call: 7, failure, bodySkippable: true))
     }
 
@@ -296,7 +314,7 @@ final class HTTP1ExchangeTests: XCTestCase {
     func testIllegalEventsWhileAwaitingChangeNothing() {
         var token = exchange(in: .awaitingToken)
         let tokenBefore = token
-        XCTAssertEqual(token.upstreamReady(call: 1, bodyArrived: true), .giveBackConnection)
+        XCTAssertEqual(token.upstreamReady(call: 1), .giveBackConnection)
         XCTAssertNil(token.responseHead(status: 200, framing: .none, declared: .none))
         XCTAssertNil(token.responseEnded())
         XCTAssertNil(token.bodyRead())
@@ -306,7 +324,7 @@ final class HTTP1ExchangeTests: XCTestCase {
         let upstreamBefore = upstream
         XCTAssertNil(upstream.tokenArrived(call: 1))
         XCTAssertNil(upstream.requestSent())
-        XCTAssertNil(upstream.responseFailed(failure, retryable: true))
+        XCTAssertNil(upstream.responseFailed(failure, retry: .connectionLost))
         XCTAssertEqual(upstream, upstreamBefore)
     }
 
@@ -338,8 +356,8 @@ final class HTTP1ExchangeTests: XCTestCase {
         XCTAssertEqual(x.responseEnded(), .refetchToken(call: 1))
         guard case .awaitingToken = x.phase else { return XCTFail("\(x.phase)") }
         XCTAssertEqual(x.tokenArrived(call: 1), .acquireUpstream(call: 1))
-        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: false), .sendHeld(takeBody: false, firstAttempt: false))
-        XCTAssertEqual(x.call?.attempts, 2)
+        XCTAssertEqual(x.upstreamReady(call: 1), .sendHeld(firstAttempt: false))
+        XCTAssertEqual(x.call?.sends, 2)
         XCTAssertNil(x.requestSent())
         XCTAssertTrue(x.requestFullySent)
         // The second 401 is relayed.
@@ -361,40 +379,69 @@ final class HTTP1ExchangeTests: XCTestCase {
                        .relay(Relay(framing: .contentLength(0), http10: false, closeAfter: false)))
     }
 
-    func testTheKeepAliveRaceResendsAHeldIdempotentRequestOnce() {
+    func testTheKeepAliveRaceResendsAHeldIdempotentRequestUpToThePolicysSends() {
         var x = exchange(in: .sent, method: "PUT")
-        XCTAssertEqual(x.responseFailed(failure, retryable: true), .resend(call: 1))
-        guard case .awaitingUpstream = x.phase else { return XCTFail("\(x.phase)") }
-        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: false), .sendHeld(takeBody: false, firstAttempt: false))
-        XCTAssertNil(x.requestSent())
-        XCTAssertTrue(x.requestFullySent)
-        XCTAssertEqual(x.responseFailed(failure, retryable: true), .refuse(failure, keepAlive: true))
+        for _ in 1..<ReplayPolicy.maxSends {
+            XCTAssertEqual(x.responseFailed(failure, retry: .connectionLost), .resend(call: 1))
+            guard case .awaitingUpstream = x.phase else { return XCTFail("\(x.phase)") }
+            XCTAssertEqual(x.upstreamReady(call: 1), .sendHeld(firstAttempt: false))
+            XCTAssertNil(x.requestSent())
+            XCTAssertTrue(x.requestFullySent)
+        }
+        XCTAssertEqual(x.responseFailed(failure, retry: .connectionLost), .refuse(failure, keepAlive: true))
     }
 
-    func testARefusedStreamIsSentAgainOnceWhateverTheMethod() {
+    func testAnUnprocessedExchangeIsSentAgainWhateverTheMethodUpToThePolicysSends() {
         var x = exchange(in: .sent, method: "POST")
-        XCTAssertEqual(x.exchangeRefused(failure, bodyIntact: true), .resend(call: 1))
-        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: false), .sendHeld(takeBody: false, firstAttempt: false))
-        XCTAssertNil(x.requestSent())
-        XCTAssertEqual(x.exchangeRefused(failure, bodyIntact: true), .refuse(failure, keepAlive: true))
+        for _ in 1..<ReplayPolicy.maxSends {
+            XCTAssertEqual(x.responseFailed(failure, retry: .unprocessed, bodyIntact: true), .resend(call: 1))
+            XCTAssertEqual(x.upstreamReady(call: 1), .sendHeld(firstAttempt: false))
+            XCTAssertNil(x.requestSent())
+        }
+        XCTAssertEqual(x.responseFailed(failure, retry: .unprocessed, bodyIntact: true), .refuse(failure, keepAlive: true))
+    }
+
+    func testALostConnectionResendsAStreamedIdempotentRequestOnlyWhileNoneOfItsBodyLeft() {
+        var put = exchange(in: .forwarding, method: "PUT")
+        XCTAssertEqual(put.responseFailed(failure, retry: .connectionLost, bodyIntact: true), .resend(call: 1))
+        XCTAssertEqual(put.upstreamReady(call: 1), .stream(writeContinue: false, firstAttempt: false), "its body still streams")
+        XCTAssertEqual(put.responseFailed(failure, retry: .connectionLost, bodyIntact: false), .refuse(failure, keepAlive: false))
+        var post = exchange(in: .forwarding, method: "POST")
+        XCTAssertEqual(post.responseFailed(failure, retry: .connectionLost, bodyIntact: true), .refuse(failure, keepAlive: false),
+                       "its end may have been processed")
+    }
+
+    func testA401AfterAResendIsStillRetriedOnceWithAFreshToken() {
+        var x = exchange(in: .sent, method: "POST")
+        XCTAssertEqual(x.responseFailed(failure, retry: .unprocessed), .resend(call: 1))
+        _ = x.upstreamReady(call: 1)
+        _ = x.requestSent()
+        XCTAssertEqual(x.responseHead(status: 401, framing: .contentLength(0), declared: .contentLength(0)), .dropForRetry)
+        XCTAssertEqual(x.call?.tokenRetried, true)
+        XCTAssertEqual(x.responseEnded(), .refetchToken(call: 1))
+        _ = x.tokenArrived(call: 1)
+        _ = x.upstreamReady(call: 1)
+        _ = x.requestSent()
+        XCTAssertEqual(x.responseHead(status: 401, framing: .contentLength(0), declared: .contentLength(0)),
+                       .relay(Relay(framing: .contentLength(0), http10: false, closeAfter: false)), "once")
     }
 
     func testARefusedStreamWhoseBodyPartlyLeftIsRefused() {
         var x = exchange(in: .forwarding, method: "PUT")
-        XCTAssertEqual(x.exchangeRefused(failure, bodyIntact: false), .refuse(failure, keepAlive: false))
+        XCTAssertEqual(x.responseFailed(failure, retry: .unprocessed, bodyIntact: false), .refuse(failure, keepAlive: false))
         XCTAssertEqual(x.phase, .closingAfterFlush)
     }
 
     func testARefusalAfterTheHeadWasRelayedClosesAfterFlush() {
         var x = exchange(in: .relaying)
-        XCTAssertEqual(x.exchangeRefused(failure, bodyIntact: true), .closeAfterFlush)
+        XCTAssertEqual(x.responseFailed(failure, retry: .unprocessed, bodyIntact: true), .closeAfterFlush)
     }
 
     func testADeclinedHTTP2SendGoesAgainAndDoesNotCountAsATry() {
         var x = exchange(in: .sent, method: "POST")
         XCTAssertEqual(x.exchangeDeclined(failure), .resend(call: 1))
         // Still the first try: the keep-alive race may send it once more later.
-        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: false), .sendHeld(takeBody: false, firstAttempt: true))
+        XCTAssertEqual(x.upstreamReady(call: 1), .sendHeld(firstAttempt: true))
         XCTAssertEqual(x.exchangeDeclined(failure), .resend(call: 1))
     }
 
@@ -403,45 +450,40 @@ final class HTTP1ExchangeTests: XCTestCase {
         XCTAssertEqual(x.exchangeDeclined(failure), .closeAfterFlush)
     }
 
-    func testIdempotentMethodsAreTheOnesRFC9110Names() {
-        for method in ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"] { XCTAssertTrue(HTTP1Exchange.Call.isIdempotent(method), method) }
-        for method in ["POST", "PATCH", "get", "CONNECT"] { XCTAssertFalse(HTTP1Exchange.Call.isIdempotent(method), method) }
-    }
-
     func testTheKeepAliveRaceNeverResendsAPostOrPatch() {
         for method in ["POST", "PATCH"] {
             var x = exchange(in: .sent, method: method)
-            XCTAssertEqual(x.responseFailed(failure, retryable: true), .refuse(failure, keepAlive: true), method)
+            XCTAssertEqual(x.responseFailed(failure, retry: .connectionLost), .refuse(failure, keepAlive: true), method)
             XCTAssertEqual(x.phase, .readingHead(deadline: nil))
         }
     }
 
     func testAFailureThatIsNotTheRaceIsRefused() {
         var x = exchange(in: .sent)
-        XCTAssertEqual(x.responseFailed(failure, retryable: false), .refuse(failure, keepAlive: true))
+        XCTAssertEqual(x.responseFailed(failure), .refuse(failure, keepAlive: true))
         var streamed = exchange(in: .forwarding)
-        XCTAssertEqual(streamed.responseFailed(failure, retryable: true), .refuse(failure, keepAlive: false),
+        XCTAssertEqual(streamed.responseFailed(failure, retry: .connectionLost), .refuse(failure, keepAlive: false),
                        "not held: not resent, and its body is cut")
     }
 
     func testAFailureMidAnswerClosesAfterWhatWasRelayed() {
         var x = exchange(in: .relaying)
-        XCTAssertEqual(x.responseFailed(failure, retryable: false), .closeAfterFlush)
+        XCTAssertEqual(x.responseFailed(failure), .closeAfterFlush)
         XCTAssertEqual(x.phase, .closingAfterFlush)
         XCTAssertNil(x.call)
     }
 
     func testAFailureWhileRetryingAfter401IsRefused() {
         var x = exchange(in: .retrying)
-        XCTAssertEqual(x.responseFailed(failure, retryable: true), .refuse(failure, keepAlive: true))
+        XCTAssertEqual(x.responseFailed(failure, retry: .connectionLost), .refuse(failure, keepAlive: true))
     }
 
     func testIllegalEventsWhileForwardingChangeNothing() {
         var x = exchange(in: .relaying)
         let before = x
-        XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, chunked: false), .endCall)
+        XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, body: .none), .endCall)
         XCTAssertNil(x.tokenArrived(call: 1))
-        XCTAssertEqual(x.upstreamReady(call: 1, bodyArrived: true), .giveBackConnection)
+        XCTAssertEqual(x.upstreamReady(call: 1), .giveBackConnection)
         XCTAssertNil(x.bodyRead())
         XCTAssertNil(x.outputFlushed())
         XCTAssertNil(x.responseHead(status: 200, framing: .none, declared: .none), "one answer a try")
@@ -523,7 +565,7 @@ final class HTTP1ExchangeTests: XCTestCase {
         var pending = exchange(in: .readingHead)
         XCTAssertNil(pending.drain(buffered: 3), "a head already arriving is served")
         XCTAssertEqual(pending.phase, .readingHead(deadline: t0 + 10))
-        XCTAssertEqual(pending.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, chunked: false),
+        XCTAssertEqual(pending.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, body: .none),
                        .lookUpToken(call: 1))
         XCTAssertEqual(pending.call?.keepAlive, false)
     }
@@ -547,7 +589,7 @@ final class HTTP1ExchangeTests: XCTestCase {
         for start in [Start.closingAfterFlush, .closed] {
             var x = exchange(in: start)
             let before = x
-            XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, chunked: false), .endCall)
+            XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, body: .none), .endCall)
             XCTAssertNil(x.headRefused(failure, bodySkippable: true))
             XCTAssertNil(x.tokenArrived(call: 1))
             XCTAssertNil(x.responseEnded())

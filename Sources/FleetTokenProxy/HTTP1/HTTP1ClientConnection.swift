@@ -12,12 +12,13 @@ import Logging
 final class HTTP1ClientConnection: ClientConnection, TransportDelegate, ResponseSink {
     /// How the request body arrives from the client, or that the sidecar holds it whole.
     private enum RequestBody {
-        /// Content-Length bytes still to come from the client (0: none, or all sent on).
+        /// Content-Length bytes still to come from the client: a body read whole before the
+        /// call goes on (up to `ReplayPolicy.bodyBound`), or one that streams (0: all sent on).
         case remaining(Int)
         /// A chunked body being decoded into `InFlight.held`.
         case chunked(ChunkedBodyScanner)
-        /// The whole body is in `InFlight.held` (a small body that came with its head, a
-        /// decoded chunked one): forwarded with a Content-Length, and kept for one resend.
+        /// The whole body is in `InFlight.held` (none, a short declared one, a decoded chunked
+        /// one): forwarded with a Content-Length, and kept to send the call again.
         case held
     }
 
@@ -141,7 +142,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         case .armHeadTimerAndReadHead(let deadline)?:
             armHeadTimer(at: deadline)
             readRequests()
-        case .readBody?: readChunkedBody()
+        case .readBody?: readHeldBody()
         case .pumpBody?: pumpRequestBody()
         case nil: break
         }
@@ -237,11 +238,15 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
     private func start(_ head: RequestHead) {
         core.statistics.calls += 1
         let started = core.clock.monotonicNow
+        // docs/CONTRACT.md §7: a body the call may have to send again is held whole, so the
+        // segments it arrives in never decide whether it can be.
         let body: RequestBody
+        let plan: HTTP1Exchange.BodyPlan
         switch head.framing {
-        case .contentLength(let n): body = .remaining(n)
-        case .chunked: body = .chunked(ChunkedBodyScanner())
-        case .none, .untilClose: body = .remaining(0)
+        case .contentLength(let n) where n > ReplayPolicy.bodyBound: (body, plan) = (.remaining(n), .streamed)
+        case .contentLength(let n) where n > 0: (body, plan) = (.remaining(n), .held)
+        case .chunked: (body, plan) = (.chunked(ChunkedBodyScanner()), .held)
+        case .contentLength, .none, .untilClose: (body, plan) = (.held, .none)
         }
         // A refusal builds its record here; a call builds its own in `InFlight.init`.
         func refuseBeforeCall(_ failure: ProxyFailure, bodyKnown: Bool) {
@@ -273,10 +278,10 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         call.reserved = hold
         inFlight = call
         switch exchange.headParsed(method: head.method, http10: head.minorVersion == 0, keepAlive: head.keepAlive,
-                                   expectsContinue: head.expectsContinue, chunked: head.framing == .chunked) {
+                                   expectsContinue: head.expectsContinue, body: plan) {
         case .readBody(let writeContinue):
             if writeContinue { transport.write("HTTP/1.1 100 Continue\r\n\r\n") }
-            readChunkedBody()
+            readHeldBody()
         case .lookUpToken(let number):
             lookUpToken(call: number)
         case .endCall:
@@ -318,6 +323,23 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
     /// Drops a refused request's buffered body, so the connection can carry the next one.
     private func skip(_ body: RequestBody) {
         if case .remaining(let n) = body, n > 0 { transport.drainInput(n) }
+    }
+
+    /// Reads a held body whole: a declared one once all of it is in the input, a chunked one
+    /// as it is decoded.
+    private func readHeldBody() {
+        guard case .readingBody = exchange.phase, let call = inFlight else { return }
+        switch call.body {
+        case .chunked: readChunkedBody()
+        case .remaining(let n):
+            guard transport.inputLength >= n else { return } // the input's high-water mark is far above the bound
+            hold(call)
+            switch exchange.bodyRead() {
+            case .lookUpToken(let number)?: lookUpToken(call: number)
+            case nil: break
+            }
+        case .held: break
+        }
     }
 
     /// Reads and decodes a chunked body whole (extensions and trailers dropped): the sidecar
@@ -465,13 +487,13 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         }
     }
 
-    /// A connection for the call: the request goes out on it, held whole when it can be.
+    /// A connection for the call: the request goes out on it, with its held body in the same
+    /// write.
     private func upstreamLent(_ upstream: HTTP1UpstreamConnection, call number: Int) {
-        switch exchange.upstreamReady(call: number, bodyArrived: bodyArrived) {
-        case .sendHeld(let takeBody, let firstAttempt):
+        switch exchange.upstreamReady(call: number) {
+        case .sendHeld(let firstAttempt):
             guard let call = inFlight else { return }
             startAttempt(on: upstream, call: call, firstAttempt: firstAttempt)
-            if takeBody { hold(call) }
             guard let token = call.token else { return }
             sendHead(call.head, token: token, bodyLength: call.held.count, body: call.held, to: upstream)
             requestSent()
@@ -488,15 +510,8 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         }
     }
 
-    /// Whether the call's (small) body is wholly in the input, so it can be held and sent with
-    /// the head.
-    private var bodyArrived: Bool {
-        guard let call = inFlight, case .remaining(let n) = call.body else { return false }
-        return n <= 64 * 1024 && transport.inputLength >= n
-    }
-
-    /// Moves a small body that has fully arrived out of the input: it goes out with the head,
-    /// and is kept so the request can be sent again (a dead connection, a 401).
+    /// Moves a short body that has fully arrived out of the input: it goes out with the head,
+    /// and is kept so the request can be sent again (`ReplayPolicy`).
     private func hold(_ call: InFlight) {
         guard case .remaining(let n) = call.body else { return }
         var body = [UInt8](repeating: 0, count: n)
@@ -669,7 +684,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         guard let call = inFlight, call.upstream != nil else { return }
         call.upstream = nil
         if retryable { logger.debug("upstream connection was closed before answering") }
-        answerFailed(exchange.responseFailed(failure, retryable: retryable))
+        answerFailed(exchange.responseFailed(failure, retry: retryable ? .connectionLost : nil))
     }
 
     /// Carries out what the exchange decided about an upstream exchange that broke.
@@ -701,9 +716,8 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
     private func startH2Attempt(call number: Int) {
         guard let call = inFlight else { return }
         if let old = call.h2 { letGo(old, cancel: .superseded) }
-        switch exchange.upstreamReady(call: number, bodyArrived: bodyArrived) {
-        case .sendHeld(let takeBody, let firstAttempt):
-            if takeBody { hold(call) }
+        switch exchange.upstreamReady(call: number) {
+        case .sendHeld(let firstAttempt):
             countAttempt(first: firstAttempt)
         case .stream(let writeContinue, let firstAttempt):
             if writeContinue { transport.write("HTTP/1.1 100 Continue\r\n\r\n") }
@@ -776,12 +790,12 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         guard let call = current(attempt) else { return }
         if attempt.relayFraming == nil, case .forwarding = exchange.phase {
             guard let bytes = H2MessageTranslation.http1Head(fields) else {
-                answerFailed(exchange.responseFailed(.upstreamUnavailable("Fleet Engine answered without a valid :status"), retryable: false))
+                answerFailed(exchange.responseFailed(.upstreamUnavailable("Fleet Engine answered without a valid :status")))
                 return
             }
             let parsed = bytes.withUnsafeBytes { HTTP1Parser.parseResponse($0, maxHeadBytes: .max, maxHeaderCount: .max) }
             guard case .complete(let head, _) = parsed else {
-                answerFailed(exchange.responseFailed(.upstreamUnavailable("Fleet Engine's answer head cannot be relayed"), retryable: false))
+                answerFailed(exchange.responseFailed(.upstreamUnavailable("Fleet Engine's answer head cannot be relayed")))
                 return
             }
             if head.status < 200 && !endStream { return }
@@ -842,21 +856,21 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
     /// stream is sent again when the exchange says so; a reset before the head is a 502, after
     /// it the connection closes (docs/CONTRACT.md §6).
     func h2Closed(_ attempt: H2UpstreamAttempt, _ end: UpstreamEnd) {
-        guard let call = current(attempt) else { return }
+        guard current(attempt) != nil else { return }
         switch end {
         case .completed:
-            answerFailed(exchange.responseFailed(.upstreamUnavailable("Fleet Engine ended the stream before the request body was sent"), retryable: false))
-        case .refused(let failure):
-            let intact: Bool
-            if case .held = call.body { intact = true } else { intact = attempt.bodyBytesSent == 0 }
-            if intact { logger.debug("Fleet Engine refused the stream; sending it again") }
-            answerFailed(exchange.exchangeRefused(failure, bodyIntact: intact))
+            answerFailed(exchange.responseFailed(.upstreamUnavailable("Fleet Engine ended the stream before the request body was sent")))
+        case .unprocessed(let failure):
+            logger.debug("Fleet Engine did not process the stream", metadata: ["reason": "\(failure.message)"])
+            answerFailed(exchange.responseFailed(failure, retry: .unprocessed, bodyIntact: attempt.bodyBytesSent == 0))
         case .declined(let failure):
             // Never opened, so not a byte of the body left: the call goes by HTTP/1.1 now.
             letGo(attempt, cancel: nil)
             answerFailed(exchange.exchangeDeclined(failure))
-        case .connectionLost(let failure), .failed(let failure):
-            answerFailed(exchange.responseFailed(failure, retryable: false))
+        case .connectionLost(let failure):
+            answerFailed(exchange.responseFailed(failure, retry: .connectionLost, bodyIntact: attempt.bodyBytesSent == 0))
+        case .failed(let failure):
+            answerFailed(exchange.responseFailed(failure))
         }
     }
 

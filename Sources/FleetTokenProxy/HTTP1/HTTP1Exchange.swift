@@ -6,11 +6,16 @@
 /// lives here and nowhere else.
 ///
 ///     readingHead(deadline) ─head─▶ readingBody ─body in─▶ awaitingToken ─token─▶ awaitingUpstream
-///          ▲                     (chunked only)              ▲                         │ connection
+///          ▲                   (a held body)                 ▲                         │ connection
 ///          │                                                 │ 401: fresh token        ▼
 ///          ├──────────── call done, keep-alive ◀──────── forwarding ──▶ retrying ──────┘
-///          │                                                 │ keep-alive race (idempotent / held)
+///          │                                                 │ resend (`ReplayPolicy`)
 ///          └─ refused, keep-alive ◀─ (any call phase) ─▶ closingAfterFlush ─written─▶ closed
+///
+/// A body is held (read whole before the call goes on, and kept to send it again) when it is
+/// chunked, or declares a length up to `ReplayPolicy.bodyBound`: whether a call can be sent
+/// again then depends on the request, never on the segments its bytes arrived in. A longer
+/// declared body streams.
 ///
 /// An event that is not legal in the current phase (a late token, a stale timer, an answer
 /// for a call already refused) changes nothing and returns nil.
@@ -21,8 +26,9 @@ struct HTTP1Exchange: Equatable {
         /// deadline passed, or between calls (the idle timeout governs; the first byte, or
         /// `readingNextHead`, starts a new deadline).
         case readingHead(deadline: Double?)
-        /// A chunked request body is read and decoded whole before the call goes on: the sidecar
-        /// forwards it in its own framing (`Content-Length`).
+        /// A held body (chunked, or a short declared length) is read whole, a chunked one
+        /// decoded, before the call goes on: the sidecar forwards it with its own
+        /// `Content-Length`, and can send it again.
         case readingBody(Call)
         case awaitingToken(Call)
         case awaitingUpstream(Call)
@@ -52,17 +58,28 @@ struct HTTP1Exchange: Equatable {
         var keepAlive: Bool
         /// The client sent `Expect: 100-continue` and has not been told to go on yet.
         var continueOwed: Bool
-        /// Sends to Fleet Engine so far (a keep-alive resend or a 401 retry counts).
-        var attempts = 0
+        /// Sends to Fleet Engine so far (a resend or a 401 retry counts).
+        var sends = 0
+        /// The one retry with a fresh token was made.
+        var tokenRetried = false
         /// The sidecar holds the whole request (head and body) and can send it again.
         var replayable = false
 
-        static func isIdempotent(_ method: String) -> Bool {
-            switch method {
-            case "GET", "HEAD", "PUT", "DELETE", "OPTIONS": return true
-            default: return false
-            }
+        /// The facts `ReplayPolicy` judges a resend by; `bodyIntact`: no byte of a streamed
+        /// body has left yet (the rest is still in the client's input).
+        func replayFacts(bodyIntact: Bool = false) -> ReplayPolicy.Call {
+            ReplayPolicy.Call(isIdempotent: isIdempotent, sends: sends, tokenRetried: tokenRetried, requestIntact: replayable || bodyIntact)
         }
+    }
+
+    /// What the shell knows of the request's body from its head.
+    enum BodyPlan: Equatable {
+        /// None (no framing, or `Content-Length: 0`): the request is held whole already.
+        case none
+        /// Chunked, or a declared length up to `ReplayPolicy.bodyBound`: read it whole first.
+        case held
+        /// A longer declared length: it streams to the upstream as it arrives.
+        case streamed
     }
 
     /// How far one send of the call has got.
@@ -136,7 +153,7 @@ struct HTTP1Exchange: Equatable {
     }
 
     enum HeadAction: Equatable {
-        /// Read the chunked body to its end before going on; first tell the client to send it
+        /// Read the held body whole before going on; first tell the client to send it
         /// (`100 Continue`) if it waits for that.
         case readBody(writeContinue: Bool)
         /// Ask the token cache for the call's token.
@@ -155,9 +172,8 @@ struct HTTP1Exchange: Equatable {
     }
 
     enum SendAction: Equatable {
-        /// Write head and held body upstream in one write. `takeBody`: the body has arrived
-        /// whole with the head; move it out of the input and hold it first.
-        case sendHeld(takeBody: Bool, firstAttempt: Bool)
+        /// Write head and held body upstream in one write.
+        case sendHeld(firstAttempt: Bool)
         /// Write the head, then pump the body as it arrives; `100 Continue` first if owed.
         case stream(writeContinue: Bool, firstAttempt: Bool)
         /// A connection for a call that is over: give it back to the pool.
@@ -184,7 +200,7 @@ struct HTTP1Exchange: Equatable {
     }
 
     enum ResponseFailureAction: Equatable {
-        /// The keep-alive race: send the held request again on another connection.
+        /// `ReplayPolicy` allows it: send the request again on another exchange.
         case resend(call: Int)
         /// Part of the answer is with the client: flush it and close, the only honest signal.
         case closeAfterFlush
@@ -319,18 +335,23 @@ struct HTTP1Exchange: Equatable {
         return .close(reason: described)
     }
 
-    /// A whole head was parsed and routed; `chunked` if its body comes chunked. Never nil: the
-    /// shell set the call up before asking, and lets go of it if no head was awaited.
-    mutating func headParsed(method: String, http10: Bool, keepAlive: Bool, expectsContinue: Bool, chunked: Bool) -> HeadAction {
+    /// A whole head was parsed and routed; `body` says what its body is. Never nil: the shell
+    /// set the call up before asking, and lets go of it if no head was awaited.
+    mutating func headParsed(method: String, http10: Bool, keepAlive: Bool, expectsContinue: Bool, body: BodyPlan) -> HeadAction {
         guard case .readingHead = phase else { return .endCall }
         headsRead += 1
-        var call = Call(number: headsRead, isIdempotent: Call.isIdempotent(method), clientIsHTTP10: http10, keepAlive: keepAlive && !draining,
-                        continueOwed: expectsContinue)
-        if chunked {
+        var call = Call(number: headsRead, isIdempotent: ReplayPolicy.isIdempotent(method), clientIsHTTP10: http10,
+                        keepAlive: keepAlive && !draining, continueOwed: expectsContinue)
+        switch body {
+        case .held:
             let writeContinue = call.continueOwed
             call.continueOwed = false
             phase = .readingBody(call)
             return .readBody(writeContinue: writeContinue)
+        case .none:
+            call.replayable = true
+        case .streamed:
+            break
         }
         phase = .awaitingToken(call)
         return .lookUpToken(call: call.number)
@@ -350,7 +371,7 @@ struct HTTP1Exchange: Equatable {
         closeNow()
     }
 
-    /// The whole (chunked) body is in, decoded and held. Nil when no body was being read.
+    /// The whole body is in (decoded if chunked) and held. Nil when no body was being read.
     mutating func bodyRead() -> BodyAction? {
         guard case .readingBody(var call) = phase else { return nil }
         call.replayable = true
@@ -358,8 +379,8 @@ struct HTTP1Exchange: Equatable {
         return .lookUpToken(call: call.number)
     }
 
-    /// The chunked body is malformed or too large: the connection cannot find the next request.
-    /// Nil when no body was being read.
+    /// The held body is malformed or too large, or the budget has no room for it: the
+    /// connection cannot find the next request. Nil when no body was being read.
     mutating func bodyFailed(_ failure: ProxyFailure) -> RefusalAction? {
         guard case .readingBody = phase else { return nil }
         return .refuse(failure, keepAlive: endRefused(keepAlive: false))
@@ -382,18 +403,15 @@ struct HTTP1Exchange: Equatable {
         return .refuse(failure, keepAlive: endRefused(keepAlive: bodySkippable))
     }
 
-    /// A connection is lent for the call. `bodyArrived`: the (small) body is wholly in the
-    /// input, so it can be held and sent with the head. A connection for a call that is over
-    /// is given back (never nil: the shell has a connection to put somewhere).
-    mutating func upstreamReady(call number: Int, bodyArrived: Bool) -> SendAction {
+    /// A connection is lent for the call (or an exchange started for it). A connection for a
+    /// call that is over is given back (never nil: the shell has a connection to put somewhere).
+    mutating func upstreamReady(call number: Int) -> SendAction {
         guard case .awaitingUpstream(var call) = phase, call.number == number else { return .giveBackConnection }
-        call.attempts += 1
-        let first = call.attempts == 1
-        if call.replayable || bodyArrived {
-            let take = !call.replayable
-            call.replayable = true
+        call.sends += 1
+        let first = call.sends == 1
+        if call.replayable {
             phase = .forwarding(call, Attempt())
-            return .sendHeld(takeBody: take, firstAttempt: first)
+            return .sendHeld(firstAttempt: first)
         }
         let writeContinue = call.continueOwed
         call.continueOwed = false
@@ -431,7 +449,8 @@ struct HTTP1Exchange: Equatable {
     /// when no answer is awaited (one answer a try).
     mutating func responseHead(status: Int, framing: BodyFraming, declared: BodyFraming) -> ResponseHeadAction? {
         guard case .forwarding(var call, var attempt) = phase, attempt.answer == .awaited else { return nil }
-        if status == 401 && call.attempts == 1 && call.replayable {
+        if status == 401 && ReplayPolicy.mayResend(.unauthenticated, call.replayFacts()) {
+            call.tokenRetried = true
             phase = .retrying(call, requestSent: attempt.requestSent)
             return .dropForRetry
         }
@@ -486,9 +505,10 @@ struct HTTP1Exchange: Equatable {
         }
     }
 
-    /// The upstream exchange broke. `retryable`: a reused connection closed before any byte
-    /// of an answer (the keep-alive race). Nil when no upstream exchange was under way.
-    mutating func responseFailed(_ failure: ProxyFailure, retryable: Bool) -> ResponseFailureAction? {
+    /// The upstream exchange ended before its answer did. `retry`: why it may be sent again
+    /// (`ReplayPolicy` decides; nil: never, as after a reset or a timeout); `bodyIntact`: no
+    /// byte of a streamed body has left. Nil when no upstream exchange was under way.
+    mutating func responseFailed(_ failure: ProxyFailure, retry: ReplayPolicy.Why? = nil, bodyIntact: Bool = false) -> ResponseFailureAction? {
         let requestSent: Bool
         switch phase {
         case .forwarding(let call, let attempt):
@@ -496,9 +516,7 @@ struct HTTP1Exchange: Equatable {
                 phase = .closingAfterFlush
                 return .closeAfterFlush
             }
-            // Sent again only when that cannot run it twice: an idempotent method (RFC 9110
-            // §9.2.2), held whole, and once.
-            if retryable && call.replayable && call.isIdempotent && call.attempts < 2 {
+            if let retry, ReplayPolicy.mayResend(retry, call.replayFacts(bodyIntact: bodyIntact)) {
                 phase = .awaitingUpstream(call)
                 return .resend(call: call.number)
             }
@@ -512,29 +530,18 @@ struct HTTP1Exchange: Equatable {
         return .refuse(failure, keepAlive: endRefused(keepAlive: requestSent))
     }
 
-    /// The upstream refused the exchange before doing anything with it (HTTP/2 REFUSED_STREAM,
-    /// RFC 9113 §8.7): sent again once, whatever the method, when the request can go again
-    /// whole (`bodyIntact`: held, or no byte of it left); otherwise as `responseFailed`. Nil
-    /// when no upstream exchange was under way.
-    mutating func exchangeRefused(_ failure: ProxyFailure, bodyIntact: Bool) -> ResponseFailureAction? {
-        if case .forwarding(let call, let attempt) = phase, attempt.answer == .awaited, bodyIntact, call.attempts < 2 {
-            phase = .awaitingUpstream(call)
-            return .resend(call: call.number)
-        }
-        return responseFailed(failure, retryable: false)
-    }
-
     /// The HTTP/2 upstream turned out not to speak HTTP/2 before the exchange sent a byte, and
     /// REST goes over HTTP/1.1 from now on (docs/CONTRACT.md §6): sent again there, whatever the
     /// method, and the send that never left does not count as a try. Nil when no upstream
     /// exchange was under way.
     mutating func exchangeDeclined(_ failure: ProxyFailure) -> ResponseFailureAction? {
-        if case .forwarding(var call, let attempt) = phase, attempt.answer == .awaited {
-            call.attempts -= 1
+        if case .forwarding(var call, let attempt) = phase, attempt.answer == .awaited,
+           ReplayPolicy.mayResend(.declined, call.replayFacts(bodyIntact: true)) {
+            call.sends -= 1
             phase = .awaitingUpstream(call)
             return .resend(call: call.number)
         }
-        return responseFailed(failure, retryable: false)
+        return responseFailed(failure)
     }
 
     // MARK: Ending

@@ -25,9 +25,9 @@
 /// | awaitingToken   | tokenArrived                               | forwarding      | startUpstream (start 1 of at most 3)       |
 /// | forwarding      | requestBodyRead                            | forwarding      | send (keepCopy while ≤ 64 KiB, attempt 1), end or wait |
 /// | forwarding      | upstreamHeaderBlock 1xx                    | forwarding      | skipInterim                                |
-/// | forwarding      | upstreamHeaderBlock 401/16, attempt 1, replayable | awaitingToken (retry) | retryWithFreshToken           |
+/// | forwarding      | upstreamHeaderBlock 401/16, `ReplayPolicy` allows | awaitingToken (retry) | retryWithFreshToken           |
 /// | forwarding      | upstreamHeaderBlock                        | relaying        | relayHead                                  |
-/// | forwarding      | upstreamClosed refused/lost, no body byte sent, < 3 starts | forwarding | resend                 |
+/// | forwarding      | upstreamClosed, `ReplayPolicy` allows       | forwarding      | resend (the copy of sent bytes put back)   |
 /// | forwarding      | upstreamClosed otherwise                   | answeredLocally | answer                                     |
 /// | forwarding, relaying | requestData / requestEndReceived      | same            | (buffer,) resumeUpstreamBody if it waited  |
 /// | relaying        | upstreamHeaderBlock                        | relaying        | keepTrailers (the answer ends)             |
@@ -68,7 +68,7 @@ struct H2CallState: Equatable {
     struct Sends: Equatable {
         /// 1 for the first token, 2 for the retry with a fresh one.
         var attempt = 0
-        /// Exchanges started in all (a refused or lost one is sent again, up to `maxStarts`).
+        /// Exchanges started in all (`ReplayPolicy.maxSends`).
         var starts = 0
     }
 
@@ -173,7 +173,8 @@ struct H2CallState: Equatable {
     }
 
     enum UpstreamClosedAction: Equatable {
-        /// Start a new exchange for the same attempt.
+        /// Put the copy of the request bytes sent back in front of the unsent ones and start a
+        /// new exchange for the same attempt.
         case resend
         case answer(Answer)
         /// Reset the client stream (the answer was cut short).
@@ -203,14 +204,13 @@ struct H2CallState: Equatable {
     static let noError: UInt32 = 0
     static let internalError: UInt32 = 2
     static let cancel: UInt32 = 8
-    /// Exchanges started for one call at most (a refused or lost one is sent again).
-    static let maxStarts = 3
-    /// Request bytes copied for a retry with a fresh token at most.
-    static let replayLimit = 64 * 1024
 
     private(set) var state: State = .receivingHead
     /// The client ended its side (END_STREAM on the head, DATA or trailers).
     private(set) var requestEnded = false
+    /// The request's method may be sent twice (`ReplayPolicy.isIdempotent`); known once its
+    /// head ended.
+    private(set) var isIdempotent = false
     /// The head and first message must be complete by this time.
     let headDeadline: Double
     /// A relayed answer the client takes nothing of for this long is reset (a client that
@@ -232,9 +232,10 @@ struct H2CallState: Equatable {
 
     /// The request head ended; `callDeadline` (from `grpc-timeout`) is when the call must be
     /// forwarded by. Returns when to arm the call's timer; route the call.
-    mutating func requestHeadEnded(endStream: Bool, callDeadline: Double?) -> Double? {
+    mutating func requestHeadEnded(endStream: Bool, callDeadline: Double?, idempotent: Bool = false) -> Double? {
         guard state == .receivingHead else { return nil }
         if endStream { requestEnded = true }
+        isIdempotent = idempotent
         state = .routing(callDeadline: callDeadline)
         return min(headDeadline, callDeadline ?? .infinity)
     }
@@ -313,7 +314,7 @@ struct H2CallState: Equatable {
         case .forwarding(var forwarding):
             if count > 0 {
                 forwarding.bodySent = true
-                if let copied = forwarding.copied, copied + count <= Self.replayLimit {
+                if let copied = forwarding.copied, copied + count <= ReplayPolicy.bodyBound {
                     forwarding.copied = copied + count
                     keepCopy = true
                 } else {
@@ -342,7 +343,7 @@ struct H2CallState: Equatable {
             // A revoked or rotated token: one more try with a fresh one, unseen by the client,
             // if every byte sent so far was kept. A 401's body (Fleet Engine's JSON error) goes
             // with the cancelled exchange, as on HTTP/1.1 (docs/CONTRACT.md §5).
-            if unauthenticated && forwarding.sends.attempt == 1 && forwarding.copied != nil {
+            if unauthenticated && ReplayPolicy.mayResend(.unauthenticated, replayFacts(forwarding)) {
                 state = .awaitingToken(callDeadline: nil, sends: forwarding.sends)
                 return .retryWithFreshToken
             }
@@ -405,16 +406,12 @@ struct H2CallState: Equatable {
         switch (state, end) {
         case (_, .completed):
             return nil
-        case (.forwarding(var forwarding), .refused(let failure)), (.forwarding(var forwarding), .connectionLost(let failure)),
-             (.forwarding(var forwarding), .declined(let failure)):
-            // Nothing of it reached the upstream that could have been acted on: send it again.
-            guard forwarding.bodySent || forwarding.sends.starts >= Self.maxStarts else {
-                forwarding.sends.starts += 1
-                forwarding.upstreamBodyWaits = false
-                state = .forwarding(forwarding)
-                return .resend
-            }
-            return answer(.failure(failure), cancelUpstream: false).map { .answer($0) }
+        case (.forwarding(let forwarding), .unprocessed(let failure)):
+            return resendOrAnswer(forwarding, .unprocessed, failure)
+        case (.forwarding(let forwarding), .connectionLost(let failure)):
+            return resendOrAnswer(forwarding, .connectionLost, failure)
+        case (.forwarding(let forwarding), .declined(let failure)):
+            return resendOrAnswer(forwarding, .declined, failure)
         case (.forwarding, .failed(let failure)):
             return answer(.failure(failure), cancelUpstream: false).map { .answer($0) }
         case (.relaying, _):
@@ -423,6 +420,27 @@ struct H2CallState: Equatable {
         default:
             return nil
         }
+    }
+
+    /// The facts `ReplayPolicy` judges this call's resend by.
+    private func replayFacts(_ forwarding: Forwarding) -> ReplayPolicy.Call {
+        // Intact: no body byte left, or every one that left was copied (`copied`).
+        ReplayPolicy.Call(isIdempotent: isIdempotent, sends: forwarding.sends.starts, tokenRetried: forwarding.sends.attempt > 1,
+                          requestIntact: !forwarding.bodySent || forwarding.copied != nil)
+    }
+
+    /// An exchange ended before its answer's head: sent again when `ReplayPolicy` allows (the
+    /// shell puts the copy of the bytes sent back in front first), else answered with
+    /// `failure`. A declined exchange counts as a send: a gRPC call goes to the same HTTP/2
+    /// pool again, so only the count bounds it.
+    private mutating func resendOrAnswer(_ forwarding: Forwarding, _ why: ReplayPolicy.Why, _ failure: ProxyFailure) -> UpstreamClosedAction? {
+        guard ReplayPolicy.mayResend(why, replayFacts(forwarding)) else {
+            return answer(.failure(failure), cancelUpstream: false).map { .answer($0) }
+        }
+        var sends = forwarding.sends
+        sends.starts += 1
+        state = .forwarding(Forwarding(sends: sends, copied: sends.attempt == 1 ? 0 : nil))
+        return .resend
     }
 
     // MARK: Time, the answer's end and the stream's close

@@ -205,7 +205,8 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         call.record.method = call.method
         call.record.target = call.path
         let deadline = call.grpcTimeout.map { core.clock.monotonicNow + $0 }
-        guard let timerAt = call.state.requestHeadEnded(endStream: endStream, callDeadline: deadline) else { return }
+        guard let timerAt = call.state.requestHeadEnded(endStream: endStream, callDeadline: deadline,
+                                                        idempotent: !call.isGRPC && ReplayPolicy.isIdempotent(call.method)) else { return }
         armTimer(call, at: timerAt)
         route(call)
     }
@@ -683,6 +684,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
     func upstreamClosed(_ call: H2ClientCall, _ end: UpstreamEnd) {
         switch call.state.upstreamClosed(end) {
         case .resend?:
+            call.rewindRequest()
             call.upstream = startUpstream(call)
         case .answer(let answer)?:
             perform(answer, for: call)

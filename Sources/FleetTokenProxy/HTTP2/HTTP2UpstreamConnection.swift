@@ -321,7 +321,7 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
             return
         }
         let failure = ProxyFailure.upstreamUnavailable("\(origin) reset the stream (\(String(cString: nghttp2_http2_strerror(errorCode))))")
-        exchange.end(errorCode == UInt32(NGHTTP2_REFUSED_STREAM.rawValue) ? .refused(failure) : .failed(failure))
+        exchange.end(errorCode == UInt32(NGHTTP2_REFUSED_STREAM.rawValue) ? .unprocessed(failure) : .failed(failure))
     }
 
     func h2ReadBody(stream: Int32, into buffer: UnsafeMutableRawBufferPointer) -> H2BodyRead {
@@ -369,8 +369,9 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         session?.close()
         session = nil
         transport.close()
-        guard !open.isEmpty else { return }
-        let ending = end ?? .connectionLost(.upstreamUnavailable("connection to \(origin) broke: \(reason)"))
-        for exchange in open { exchange.end(ending) }
+        let failure = ProxyFailure.upstreamUnavailable("connection to \(origin) broke: \(reason)")
+        // An open stream may have been acted on; one still waiting for the connection was
+        // never sent (`ReplayPolicy` judges the difference).
+        for exchange in open { exchange.end(end ?? (exchange.place == .open ? .connectionLost(failure) : .unprocessed(failure))) }
     }
 }

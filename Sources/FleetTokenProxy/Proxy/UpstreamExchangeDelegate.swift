@@ -41,20 +41,22 @@ enum RequestBodyPull {
     case wait
 }
 
-/// How an upstream exchange ended.
+/// How an upstream exchange ended: the facts `ReplayPolicy` judges a resend by.
 enum UpstreamEnd {
     /// The upstream answered in full and closed cleanly.
     case completed
-    /// The upstream refused the exchange before doing anything with it (HTTP/2
-    /// REFUSED_STREAM): safe to send again if no request body byte left.
-    case refused(ProxyFailure)
-    /// The connection went before the exchange ended: safe to send again if no request body
-    /// byte left.
+    /// The upstream cannot have acted on the request: it refused the stream (HTTP/2
+    /// REFUSED_STREAM, also for a stream above a GOAWAY's last stream id), or the exchange
+    /// was never sent (it waited for a connection that broke).
+    case unprocessed(ProxyFailure)
+    /// The connection went after the request, or part of it, left: the upstream may have
+    /// acted on it (an HTTP/1.1 connection the origin closed before answering, the keep-alive
+    /// race; an HTTP/2 connection lost with the stream open).
     case connectionLost(ProxyFailure)
     /// The connection came up without HTTP/2 (ALPN) and REST goes over HTTP/1.1 from now on
     /// (`RESTUpstreamRoute`): nothing of the exchange was sent. A REST call goes again by
     /// HTTP/1.1; any other fails as on `connectionLost`.
     case declined(ProxyFailure)
-    /// The exchange failed (reset, or never opened); not sent again.
+    /// The exchange failed (reset, timed out, or never opened); never sent again.
     case failed(ProxyFailure)
 }

@@ -184,6 +184,13 @@ final class RawClient {
         fd = try connectTCP(to: address)
     }
 
+    /// Each `send` leaves as its own segment (no Nagle coalescing), so a test controls where
+    /// the sidecar's reads are cut.
+    func sendEachWriteAtOnce() {
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
     deinit { close(fd) }
 
     func send(_ text: String) { send(Array(text.utf8)) }
