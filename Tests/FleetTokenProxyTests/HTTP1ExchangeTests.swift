@@ -175,9 +175,18 @@ final class HTTP1ExchangeTests: XCTestCase {
         XCTAssertEqual(close.phase, .closed)
     }
 
+    func testThePrefaceAfterAHeadIsNotAHandOver() {
+        var x = exchange(in: .sent)
+        _ = x.responseHead(status: 200, framing: .contentLength(2), declared: .contentLength(2))
+        _ = x.responseEnded()
+        XCTAssertEqual(x.phase, .readingHead(deadline: nil))
+        XCTAssertNil(x.http2PrefaceArrived())
+        XCTAssertEqual(x.phase, .readingHead(deadline: nil))
+    }
+
     func testTheHTTP2PrefaceHandsTheConnectionOver() {
         var x = exchange(in: .readingHead)
-        x.handedToHTTP2()
+        XCTAssertEqual(x.http2PrefaceArrived(), .handOverToHTTP2)
         XCTAssertEqual(x.phase, .closed)
         XCTAssertNil(x.headTimerAt)
         XCTAssertNil(x.close(), "the socket is HTTP/2's now")
@@ -190,8 +199,7 @@ final class HTTP1ExchangeTests: XCTestCase {
         XCTAssertNil(x.bodyFailed(failure))
         XCTAssertNil(x.tokenArrived(call: 1))
         XCTAssertNil(x.tokenFailed(call: 1, failure, bodySkippable: true))
-        XCTAssertEqual(x.upstreamReady(call: 1), .giveBackConnection)
-        XCTAssertNil(x.upstreamFailed(call: 1, failure, bodySkippable: true))
+        XCTAssertNil(x.upstreamReady(call: 1))
         XCTAssertNil(x.requestSent())
         XCTAssertNil(x.responseHead(status: 200, framing: .none, declared: .none))
         XCTAssertNil(x.responseEnded())
@@ -284,8 +292,7 @@ final class HTTP1ExchangeTests: XCTestCase {
         XCTAssertNil(x.tokenFailed(call: 7, failure, bodySkippable: true))
         XCTAssertEqual(x, before)
         _ = x.tokenArrived(call: 1)
-        XCTAssertEqual(x.upstreamReady(call: 7), .giveBackConnection)
-        XCTAssertNil(x.upstreamFailed(call: 7, failure, bodySkippable: true))
+        XCTAssertNil(x.upstreamReady(call: 7))
     }
 
     func testATokenFailureIsRefusedKeepingTheConnectionWhenTheBodyWasConsumed() {
@@ -299,10 +306,18 @@ final class HTTP1ExchangeTests: XCTestCase {
         XCTAssertEqual(unread.phase, .closingAfterFlush)
     }
 
-    func testAnUpstreamFailureBeforeSendingIsRefused() {
-        var x = exchange(in: .awaitingUpstream)
-        XCTAssertEqual(x.upstreamFailed(call: 1, failure, bodySkippable: true), .refuse(failure, keepAlive: true))
+    func testAnExchangeThatFailedBeforeSendingKeepsTheConnectionWhenTheBodyCanBeSkipped() {
+        var x = exchange(in: .forwarding, method: "POST")
+        XCTAssertEqual(x.responseFailed(failure, bodySkippable: true), .refuse(failure, keepAlive: true))
         XCTAssertEqual(x.phase, .readingHead(deadline: nil))
+        var unread = exchange(in: .forwarding, method: "POST")
+        XCTAssertEqual(unread.responseFailed(failure, bodySkippable: false), .refuse(failure, keepAlive: false))
+    }
+
+    func testAClientWhoseBodyWaitsForTheUpstreamIsNotTimedOut() {
+        var x = exchange(in: .forwarding, method: "PUT")
+        XCTAssertEqual(x.readTimedOut(buffered: 10, described: "timeout"), .enableReading, "its bytes wait in the input")
+        XCTAssertEqual(x.readTimedOut(buffered: 0, described: "timeout"), .close(reason: "timeout"), "it stopped sending")
     }
 
     func testARefusalForAClientThatAskedToCloseCloses() {
@@ -314,7 +329,7 @@ final class HTTP1ExchangeTests: XCTestCase {
     func testIllegalEventsWhileAwaitingChangeNothing() {
         var token = exchange(in: .awaitingToken)
         let tokenBefore = token
-        XCTAssertEqual(token.upstreamReady(call: 1), .giveBackConnection)
+        XCTAssertNil(token.upstreamReady(call: 1))
         XCTAssertNil(token.responseHead(status: 200, framing: .none, declared: .none))
         XCTAssertNil(token.responseEnded())
         XCTAssertNil(token.bodyRead())
@@ -483,7 +498,7 @@ final class HTTP1ExchangeTests: XCTestCase {
         let before = x
         XCTAssertEqual(x.headParsed(method: "GET", http10: false, keepAlive: true, expectsContinue: false, body: .none), .endCall)
         XCTAssertNil(x.tokenArrived(call: 1))
-        XCTAssertEqual(x.upstreamReady(call: 1), .giveBackConnection)
+        XCTAssertNil(x.upstreamReady(call: 1))
         XCTAssertNil(x.bodyRead())
         XCTAssertNil(x.outputFlushed())
         XCTAssertNil(x.responseHead(status: 200, framing: .none, declared: .none), "one answer a try")

@@ -145,15 +145,17 @@ final class HTTP2UpstreamPoolTests: BacklogListenerTestCase {
 final class SilentCall: UpstreamExchangeDelegate {
     let requestMethod = "GET"
     let requestPath = "/v1/providers/p/vehicles/v"
-    let requestFields = H2HeaderList()
     let requestToken = "t"
     let requestHasBody = false
+    let http1Refusal: ProxyFailure? = nil
+    let requestDeclaredLength: Int? = nil
     private(set) var ended: UpstreamEnd?
 
     func appendRequestFields(to list: inout H2HeaderList) {}
-    func pullRequestBody(into buffer: UnsafeMutableRawBufferPointer) -> RequestBodyPull { .bytes(0, end: true) }
-    func upstreamHeaderBlock(_ fields: H2HeaderList, endStream: Bool) {}
-    func upstreamData(_ bytes: UnsafeRawBufferPointer) {}
+    func writeRequestHead(host: String, framing: H1MessageTranslation.RequestFraming, to out: inout HeadWriter) {}
+    func pullRequestBody(upTo max: Int, into buffer: borrowing EventBuffer) -> RequestBodyPull { .bytes(0, end: true) }
+    func upstreamHeaderBlock(_ head: AnswerHead, endStream: Bool) {}
+    func upstreamData(_ bytes: borrowing EventBuffer) {}
     func upstreamDataEnded() {}
     func upstreamClosed(_ end: UpstreamEnd) { ended = end }
 }

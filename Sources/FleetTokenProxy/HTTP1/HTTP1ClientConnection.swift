@@ -2,73 +2,24 @@ import CEvent
 import Logging
 
 /// One client connection speaking HTTP/1.1 to the sidecar: the I/O shell around
-/// `HTTP1Exchange`, which holds the call's state and decides every step.
+/// `HTTP1Exchange`, which holds the connection's and the call's state and decides every step.
 ///
-/// It reads a request head, works out the entity, waits for that entity's token, borrows an
-/// upstream connection, sends the head it writes itself (its own Host, framing and
-/// Authorization) and the body in its own framing, then relays the answer. One call at a time;
-/// pipelined requests wait in the input buffer. Its owner is the `ProxyServer`;
-/// `close(reason:)` is its one way out.
-final class HTTP1ClientConnection: ClientConnection, TransportDelegate, ResponseSink {
-    /// How the request body arrives from the client, or that the sidecar holds it whole.
-    private enum RequestBody {
-        /// Content-Length bytes still to come from the client: a body read whole before the
-        /// call goes on (up to `ReplayPolicy.bodyBound`), or one that streams (0: all sent on).
-        case remaining(Int)
-        /// A chunked body being decoded into `InFlight.held`.
-        case chunked(ChunkedBodyScanner)
-        /// The whole body is in `InFlight.held` (none, a short declared one, a decoded chunked
-        /// one): forwarded with a Content-Length, and kept to send the call again.
-        case held
-    }
-
-    /// What the call in flight holds: its head, entity, record, body, token and borrowed
-    /// connection. Its progress is in `exchange` (`HTTP1Exchange.Call`). A class: updated in
-    /// place many times per call.
-    private final class InFlight {
-        let head: RequestHead
-        let key: EntityKey
-        var record: CallRecord
-        var body: RequestBody
-        /// The body's bytes the sidecar holds: being decoded (`.chunked`) or whole (`.held`).
-        var held: [UInt8] = []
-        var token: String?
-        var upstream: HTTP1UpstreamConnection?
-        var ticket: PoolTicket?
-        /// The send in flight over the HTTP/2 upstream (`ProxyCore.restOverHTTP2`).
-        var h2: H2UpstreamAttempt?
-        /// Bytes reserved from the process-wide buffer budget for this call.
-        var reserved = 0
-        /// Decodes a chunked answer for an HTTP/1.0 client (`Relay.Framing.dechunked`).
-        var dechunker: ChunkedBodyScanner?
-
-        /// The record is built here, where it stays, rather than copied in.
-        init(head: RequestHead, key: EntityKey, started: Double, body: RequestBody) {
-            self.head = head
-            self.key = key
-            record = CallRecord(protocolName: "http1", started: started)
-            record.method = head.method
-            // The target becomes a String only when a line is written (see `takeRecord`).
-            record.entityType = key.type.rawValue
-            self.body = body
-        }
-
-        /// The record, moved out to be written (a placeholder of literals takes its place),
-        /// not copied.
-        @inline(__always)
-        func takeRecord(core: ProxyCore, logger: Logger) -> CallRecord {
-            var taken = CallRecord(protocolName: "http1", started: 0)
-            swap(&taken, &record)
-            if CallRecord.writesLine(core: core, logger: logger) { taken.target = head.target }
-            return taken
-        }
-    }
+/// It reads a request head, works out the entity, reads a body it must hold whole, waits for
+/// that entity's token, then hands the call (`H1ClientCall`, the client half) to an upstream
+/// exchange, `H2UpstreamStream` or `H1UpstreamExchange` as `RESTUpstreamRoute` says, through
+/// `UpstreamExchange` alone: whichever protocol carries it, the request leaves by the call's
+/// pulls and the answer comes back as the same reports (`AnswerHead`, body bytes, its end), so
+/// there is one relay and one backpressure scheme (credit given back as the client takes the
+/// answer). One call at a time; pipelined requests wait in the input buffer. Its owner is the
+/// `ProxyServer`; `close(reason:)` is its one way out.
+final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
+    private typealias RequestBody = H1ClientCall.RequestBody
 
     private var transport: Transport!
     private let core: ProxyCore
     private unowned let server: ProxyServer
     private var exchange: HTTP1Exchange
-    private var inFlight: InFlight?
+    private var inFlight: H1ClientCall?
     /// The whole-head deadline's timer: one libevent event for the connection's life. When it
     /// is armed is the exchange's to decide (`HTTP1Exchange.headTimerAt`): a call that reads
     /// its head in time leaves it armed, and when it fires it finds the deadline moved on (or
@@ -118,7 +69,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
     /// trusted, returns held bytes to the budget, and tells the server. Runs once: after the
     /// exchange moved to `closed`.
     private func tearDown(reason: String) {
-        endCall(discardUpstream: "client connection closed")
+        endCall(abandoningUpstream: true)
         headTimer.cancel()
         logger.trace("connection closed", metadata: ["reason": "\(reason)"])
         transport.close()
@@ -143,7 +94,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             armHeadTimer(at: deadline)
             readRequests()
         case .readBody?: readHeldBody()
-        case .pumpBody?: pumpRequestBody()
+        case .pumpBody?: inFlight?.upstream?.resumeRequestBody()
         case nil: break
         }
     }
@@ -153,13 +104,11 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         case .closingAfterFlush:
             if transport.outputLength == 0 { outputFlushed() }
         case .forwarding:
-            // The client caught up: resume the upstream answer.
-            if transport.outputLength < core.limits.bufferHighWater {
-                inFlight?.upstream?.resumeReading()
-                if let attempt = inFlight?.h2, attempt.owedCredit > 0 {
-                    attempt.upstream?.responseTaken(count: attempt.owedCredit)
-                    attempt.owedCredit = 0
-                }
+            // The client caught up: the upstream may send what it was owed credit for.
+            if transport.outputLength < core.limits.bufferHighWater, let call = inFlight, call.owedCredit > 0 {
+                let owed = call.owedCredit
+                call.owedCredit = 0
+                call.upstream?.responseTaken(count: owed)
             }
         default:
             break
@@ -206,10 +155,14 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             switch transport.withInput(upTo: HTTP2Preface.count, HTTP2Preface.match) {
             case .matches:
                 // h2c with prior knowledge: the HTTP/2 connection takes the socket over.
-                exchange.handedToHTTP2()
-                headTimer.cancel()
-                server.upgrade(self, transport: transport)
-                return
+                switch exchange.http2PrefaceArrived() {
+                case .handOverToHTTP2?:
+                    headTimer.cancel()
+                    server.upgrade(self, transport: transport)
+                    return
+                case nil:
+                    break
+                }
             case .needMore:
                 return
             case .differs:
@@ -248,7 +201,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         case .chunked: (body, plan) = (.chunked(ChunkedBodyScanner()), .held)
         case .contentLength, .none, .untilClose: (body, plan) = (.held, .none)
         }
-        // A refusal builds its record here; a call builds its own in `InFlight.init`.
+        // A refusal builds its record here; a call builds its own in `H1ClientCall.init`.
         func refuseBeforeCall(_ failure: ProxyFailure, bodyKnown: Bool) {
             var record = CallRecord(protocolName: "http1", started: started)
             record.method = head.method
@@ -274,7 +227,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             refuseBeforeCall(.overloaded("the sidecar holds too many request bytes; try again"), bodyKnown: false)
             return
         }
-        let call = InFlight(head: head, key: key, started: started, body: body)
+        let call = H1ClientCall(connection: self, head: head, key: key, started: started, body: body)
         call.reserved = hold
         inFlight = call
         switch exchange.headParsed(method: head.method, http10: head.minorVersion == 0, keepAlive: head.keepAlive,
@@ -285,7 +238,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         case .lookUpToken(let number):
             lookUpToken(call: number)
         case .endCall:
-            endCall(discardUpstream: nil) // not reading heads: `readRequests` checked it
+            endCall(abandoningUpstream: false) // not reading heads: `readRequests` checked it
         }
     }
 
@@ -439,7 +392,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
             switch exchange.tokenArrived(call: number) {
             case .acquireUpstream(let number)?:
                 call.token = token
-                acquireUpstream(call: number)
+                startExchange(call: number)
             case nil: break
             }
         }
@@ -454,65 +407,40 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         lookUpToken(call: number)
     }
 
-    private func acquireUpstream(call number: Int) {
+    /// Starts the call's next send: on the HTTP/2 upstream or the HTTP/1.1 pool as
+    /// `RESTUpstreamRoute` says now (an `auto` fallback moves a resend to HTTP/1.1), through
+    /// the one `UpstreamExchange` interface either way.
+    private func startExchange(call number: Int) {
         guard let call = inFlight else { return }
-        if core.restOverHTTP2 {
-            startH2Attempt(call: number)
-            return
-        }
-        // A send over HTTP/2 that comes back to go by HTTP/1.1 (the route changed meanwhile).
-        if let old = call.h2 { letGo(old, cancel: .superseded) }
-        if let upstream = core.upstream.takeIdle() {
-            upstreamLent(upstream, call: number)
-            return
-        }
-        // The ticket's completion holds the connection strongly (a weak reference would give it
-        // a side table, and every retain and release the slow path); `endCall` cancels the
-        // ticket, which drops the completion, so the cycle ends with the call.
-        call.ticket = core.upstream.acquire { [self] result in
-            switch result {
-            case .failure(let failure): upstreamFailed(failure, call: number)
-            case .success(let upstream): upstreamLent(upstream, call: number)
-            }
-        }
-    }
-
-    private func upstreamFailed(_ failure: ProxyFailure, call number: Int) {
-        guard let call = inFlight else { return }
-        switch exchange.upstreamFailed(call: number, failure, bodySkippable: isSkippable(call.body)) {
-        case .refuse(let failure, let keepAlive)?:
-            call.ticket = nil
-            refuseCall(failure, keepAlive: keepAlive)
-        case nil: break
-        }
-    }
-
-    /// A connection for the call: the request goes out on it, with its held body in the same
-    /// write.
-    private func upstreamLent(_ upstream: HTTP1UpstreamConnection, call number: Int) {
+        // A 401's exchange was cancelled when its answer ended; any other had ended.
+        call.upstream = nil
         switch exchange.upstreamReady(call: number) {
-        case .sendHeld(let firstAttempt):
-            guard let call = inFlight else { return }
-            startAttempt(on: upstream, call: call, firstAttempt: firstAttempt)
-            guard let token = call.token else { return }
-            sendHead(call.head, token: token, bodyLength: call.held.count, body: call.held, to: upstream)
-            requestSent()
-        case .stream(let writeContinue, let firstAttempt):
-            guard let call = inFlight else { return }
-            startAttempt(on: upstream, call: call, firstAttempt: firstAttempt)
+        case .sendHeld(let firstAttempt)?:
+            countAttempt(first: firstAttempt)
+        case .stream(let writeContinue, let firstAttempt)?:
             if writeContinue { transport.write("HTTP/1.1 100 Continue\r\n\r\n") }
-            guard let token = call.token, case .remaining(let n) = call.body else { return }
-            sendHead(call.head, token: token, bodyLength: n, to: upstream)
-            pumpRequestBody()
-        case .giveBackConnection:
-            // The call it was dialed for is over.
-            core.upstream.release(upstream, reusable: true)
+            countAttempt(first: firstAttempt)
+        case nil:
+            return
         }
+        call.beginSend()
+        let send = call.sendsStarted
+        let upstream: UpstreamExchange
+        if core.restOverHTTP2 {
+            upstream = core.upstreamH2.start(call)
+        } else {
+            upstream = H1UpstreamExchange.start(call, pool: core.upstream, loop: core.loop, host: core.upstreamOrigin.hostHeader,
+                                                highWater: core.limits.bufferHighWater)
+        }
+        // A start that failed at once was reported already: the call moved on without it.
+        guard inFlight === call, call.sendsStarted == send, exchange.isAwaitingAnswer else { return }
+        call.upstream = upstream
+        if !call.requestHasBody { requestSent() }
     }
 
     /// Moves a short body that has fully arrived out of the input: it goes out with the head,
     /// and is kept so the request can be sent again (`ReplayPolicy`).
-    private func hold(_ call: InFlight) {
+    private func hold(_ call: H1ClientCall) {
         guard case .remaining(let n) = call.body else { return }
         var body = [UInt8](repeating: 0, count: n)
         if n > 0 { body.withUnsafeMutableBytes { _ = transport.removeInput(into: $0) } }
@@ -520,38 +448,37 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         call.body = .held
     }
 
-    private func startAttempt(on upstream: HTTP1UpstreamConnection, call: InFlight, firstAttempt: Bool) {
-        call.ticket = nil
-        call.upstream = upstream
-        countAttempt(first: firstAttempt)
-        upstream.beginExchange(method: call.head.method, sink: self)
-    }
-
     private func countAttempt(first: Bool) {
         if first { core.statistics.forwarded += 1 } else { core.statistics.upstreamRetries += 1 }
     }
 
-    // MARK: Forwarding
+    // MARK: The request, as the upstream exchange pulls it
 
-    /// Moves Content-Length request body bytes from the client to the upstream, with backpressure.
-    private func pumpRequestBody() {
-        if let attempt = inFlight?.h2 {
-            attempt.upstream?.resumeRequestBody()
-            return
+    /// Moves request body bytes to the upstream exchange: from what is held, or from the
+    /// input up to the rest of this request's Content-Length (a pipelined request behind it
+    /// stays in the input). The last of them means the request has left.
+    func pullRequestBody(_ call: H1ClientCall, upTo max: Int, into buffer: borrowing EventBuffer) -> RequestBodyPull {
+        guard inFlight === call else { return .bytes(0, end: true) }
+        let count: Int
+        let end: Bool
+        switch call.body {
+        case .held:
+            let from = call.heldBytesSent
+            count = min(max, call.held.count - from)
+            if count > 0 { call.held.withUnsafeBytes { buffer.add(UnsafeRawBufferPointer(rebasing: $0[from..<(from + count)])) } }
+            call.heldBytesSent += count
+            end = call.heldBytesSent == call.held.count
+        case .remaining(let n):
+            count = transport.removeInput(min(n, max), into: buffer)
+            if count == 0 && n > 0 { return .wait }
+            call.body = .remaining(n - count)
+            call.streamedBytesSent += count
+            end = n - count == 0
+        case .chunked:
+            return .bytes(0, end: true)
         }
-        guard !exchange.requestFullySent, let call = inFlight, let upstream = call.upstream,
-              case .remaining(let n) = call.body else { return }
-        let take = min(n, transport.inputLength)
-        if take > 0 { upstream.send(fromInputOf: transport, count: take) }
-        call.body = .remaining(n - take)
-        if n - take == 0 {
-            transport.enableReading()
-            requestSent()
-        } else if upstream.outputLength > core.limits.bufferHighWater {
-            transport.disableReading() // resumed in connectionDrained
-        } else {
-            transport.enableReading()
-        }
+        if end { requestSent() }
+        return .bytes(count, end: end)
     }
 
     private func requestSent() {
@@ -561,70 +488,66 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         }
     }
 
-    /// Sends the request head as it goes upstream, written by the sidecar: the request line, its
-    /// own Host, the end-to-end fields (no hop-by-hop, framing, Host or Authorization field of
-    /// the client's is copied), the body's framing from its own parse, and the entity's token;
-    /// then `body`, in the same write.
-    private func sendHead(
-        _ head: RequestHead, token: String, bodyLength: Int, body: [UInt8] = [], to upstream: HTTP1UpstreamConnection
-    ) {
-        let host = core.upstreamOrigin.hostHeader
-        HeadWriter.withBytes({ out in
-            out.write(head.method)
-            out.byte(0x20)
-            head.withTarget { out.write($0) }
-            out.write(literal: " HTTP/1.1\r\nHost: ")
-            out.write(host)
-            out.write(literal: "\r\n")
-            HopByHop.writeEndToEndFields(of: head.fields, dropping: HopByHop.dropFromRequest, to: &out)
-            if head.framing != .none || bodyLength > 0 {
-                Self.writeContentLength(bodyLength, to: &out)
+    // MARK: The answer, as the upstream exchange reports it
+
+    /// A header block of the answer: its head (relayed as the exchange decides; an interim 1xx
+    /// head is dropped) or its trailers (dropped: docs/CONTRACT.md §6).
+    func upstreamHeaderBlock(_ call: H1ClientCall, _ head: AnswerHead, endStream: Bool) {
+        guard inFlight === call else { return }
+        if call.relayFraming == nil, exchange.isAwaitingAnswer {
+            guard let status = head.status else {
+                answerFailed(call, exchange.responseFailed(.upstreamUnavailable("Fleet Engine answered without a valid :status")))
+                return
             }
-            out.write(literal: "Authorization: Bearer ")
-            out.write(token)
-            out.write(literal: "\r\n\r\n")
-            out.write(body)
-        }, use: { upstream.send($0) })
+            if status < 200 && !endStream { return }
+            relayHead(head, status: status, endStream: endStream, of: call)
+        }
+        if endStream { upstreamDataEnded(call) }
     }
 
-    // MARK: ResponseSink
-
-    var requestFullySent: Bool { exchange.requestFullySent }
-
-    func responseHead(_ head: ResponseHead, from connection: HTTP1UpstreamConnection) {
-        guard let call = inFlight, connection === call.upstream else { return }
-        if relayHead(head, of: call)?.framing == .dechunked { call.dechunker = ChunkedBodyScanner() }
-    }
-
-    /// Relays an answer's head as the exchange decides (nil: it is not relayed).
-    private func relayHead(_ head: ResponseHead, of call: InFlight) -> HTTP1Exchange.Relay? {
-        let framing = head.framing(requestMethod: call.head.method)
-        switch exchange.responseHead(status: head.status, framing: framing, declared: head.declaredFraming) {
+    /// Relays an answer's head as the exchange decides.
+    private func relayHead(_ head: AnswerHead, status: Int, endStream: Bool, of call: H1ClientCall) {
+        let (framing, declared) = head.framing(requestMethod: call.head.method, status: status, endStream: endStream)
+        switch exchange.responseHead(status: status, framing: framing, declared: declared) {
         case .relay(let relay)?:
-            call.record.status = head.status
-            core.statistics.upstreamStatus[head.status, default: 0] += 1
-            cork(head, as: relay)
-            return relay
+            call.record.status = status
+            core.statistics.upstreamStatus[status, default: 0] += 1
+            cork(head, status: status, as: relay)
+            call.relayFraming = relay.framing
         case .dropForRetry?:
             // Its body is dropped as it arrives; at its end a fresh token is fetched
             // (`refetchToken`).
             logger.debug("Fleet Engine answered 401; retrying once with a fresh token", metadata: ["entity_type": "\(call.key.type.rawValue)"])
-            return nil
         case nil:
-            return nil
+            break
         }
     }
 
-    /// Writes the relayed head into `corked`: the status line, the end-to-end fields and the
-    /// framing and keep-alive the exchange decided, exactly one framing field or none.
-    private func cork(_ head: ResponseHead, as relay: HTTP1Exchange.Relay) {
+    /// Writes the relayed head into `corked`: the status line, the end-to-end fields (an
+    /// HTTP/2 field that is not valid HTTP/1.1 is dropped, `H2MessageTranslation.isRelayed`)
+    /// and the framing and keep-alive the exchange decided, exactly one framing field or none.
+    private func cork(_ head: AnswerHead, status: Int, as relay: HTTP1Exchange.Relay) {
         HeadWriter.withBytes({ out in
             out.write(literal: relay.http10 ? "HTTP/1.0 " : "HTTP/1.1 ")
-            Self.writeStatus(head.status, to: &out)
+            Self.writeStatus(status, to: &out)
             out.byte(0x20)
-            out.write(head.reason)
-            out.write(literal: "\r\n")
-            HopByHop.writeEndToEndFields(of: head.fields, dropping: HopByHop.dropFromResponse, to: &out)
+            switch head {
+            case .http1(let answer, _):
+                out.write(answer.reason)
+                out.write(literal: "\r\n")
+                HopByHop.writeEndToEndFields(of: answer.fields, dropping: HopByHop.dropFromResponse, to: &out)
+            case .http2(let fields):
+                out.write(HTTPStatus.reasonPhrase(status))
+                out.write(literal: "\r\n")
+                fields.forEach { name, value in
+                    guard H2MessageTranslation.isRelayed(name: name, value: value) else { return true }
+                    out.write(name.buffer)
+                    out.write(literal: ": ")
+                    out.write(value.buffer)
+                    out.write(literal: "\r\n")
+                    return true
+                }
+            }
             switch relay.framing {
             case .contentLength(let n), .none(declaredLength: let n?):
                 Self.writeContentLength(n, to: &out)
@@ -648,53 +571,90 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         if n > 0 { transport.moveIn(from: corked, count: n) }
     }
 
-    func responseBody(count: Int, from connection: HTTP1UpstreamConnection) {
-        guard let call = inFlight, connection === call.upstream, exchange.isRelaying else {
-            connection.dropBody(count)
+    /// Answer body bytes (de-chunked by the upstream half): written to the client in the
+    /// relay's framing (each piece a chunk when chunked), credited back to the upstream as the
+    /// client takes them. Bytes nobody relays (a 401's body) are credited at once.
+    func upstreamData(_ call: H1ClientCall, _ bytes: borrowing EventBuffer) {
+        let count = bytes.count
+        guard inFlight === call, exchange.isRelaying, let framing = call.relayFraming else {
+            bytes.drainAll()
+            call.upstream?.responseTaken(count: count)
             return
         }
-        if var dechunker = call.dechunker {
-            var left = count
-            connection.forEachBodyPiece(count) { chunk in
-                _ = dechunker.scan(chunk, onData: { data in corked.add(data) })
-                left -= chunk.count
-                return left > 0
-            }
-            connection.dropBody(count)
-            call.dechunker = dechunker
-        } else {
-            connection.moveBody(count, into: corked)
+        switch framing {
+        case .chunked:
+            guard count > 0 else { break }
+            HeadWriter.withBytes({ out in
+                out.write(String(count, radix: 16))
+                out.write(literal: "\r\n")
+            }, use: { corked.add($0) })
+            corked.append(movingAllOf: bytes)
+            corked.add(ByteView("\r\n"))
+        case .contentLength, .dechunked, .untilClose:
+            corked.append(movingAllOf: bytes)
+        case .none:
+            bytes.drainAll()
         }
         uncork()
-        if transport.outputLength > core.limits.bufferHighWater { connection.pauseReading() }
+        if transport.outputLength > core.limits.bufferHighWater {
+            call.owedCredit += count
+        } else {
+            call.upstream?.responseTaken(count: count)
+        }
     }
 
-    func responseEnded(from connection: HTTP1UpstreamConnection) {
-        guard let call = inFlight, connection === call.upstream else { return }
-        call.upstream = nil
+    /// The answer ended: the last chunk if chunked, then the exchange decides (the call is
+    /// done, or a 401 is retried with a fresh token).
+    func upstreamDataEnded(_ call: H1ClientCall) {
+        guard inFlight === call else { return }
+        if call.relayFraming == .chunked && exchange.isRelaying { corked.add(ByteView("0\r\n\r\n")) }
         uncork()
         switch exchange.responseEnded() {
-        case .finishCall(let keepAlive)?: finishCall(keepAlive: keepAlive)
-        case .refetchToken(let number)?: refetchToken(call: number)
-        case nil: break
+        case .finishCall(let keepAlive)?:
+            finishCall(keepAlive: keepAlive)
+        case .refetchToken(let number)?:
+            call.upstream?.cancel(.superseded)
+            call.upstream = nil
+            refetchToken(call: number)
+        case nil:
+            break
         }
     }
 
-    func responseFailed(_ failure: ProxyFailure, retryable: Bool) {
-        guard let call = inFlight, call.upstream != nil else { return }
+    /// The exchange is over. Cleanly after the answer ended, it matters only if the request
+    /// body was cut short (the connection cannot find the next request: it closes). Otherwise
+    /// `ReplayPolicy`, through the exchange, says whether the call goes again; a failure before
+    /// the head is a 502, after it the connection closes (docs/CONTRACT.md §6).
+    func upstreamClosed(_ call: H1ClientCall, _ end: UpstreamEnd) {
+        guard inFlight === call else { return }
         call.upstream = nil
-        if retryable { logger.debug("upstream connection was closed before answering") }
-        answerFailed(exchange.responseFailed(failure, retry: retryable ? .connectionLost : nil))
+        let intact = call.streamedBytesSent == 0
+        let skippable = isSkippable(call.body)
+        switch end {
+        case .completed:
+            answerFailed(call, exchange.responseFailed(.upstreamUnavailable("Fleet Engine ended the exchange before the request was sent")))
+        case .unprocessed(let failure):
+            logger.debug("Fleet Engine did not process the exchange", metadata: ["reason": "\(failure.message)"])
+            answerFailed(call, exchange.responseFailed(failure, retry: .unprocessed, bodyIntact: intact, bodySkippable: skippable))
+        case .connectionLost(let failure):
+            logger.debug("the upstream connection was lost", metadata: ["reason": "\(failure.message)"])
+            answerFailed(call, exchange.responseFailed(failure, retry: .connectionLost, bodyIntact: intact, bodySkippable: skippable))
+        case .declined(let failure):
+            // Nothing of it left: the call goes by HTTP/1.1 now.
+            answerFailed(call, exchange.exchangeDeclined(failure))
+        case .failed(let failure):
+            answerFailed(call, exchange.responseFailed(failure, bodySkippable: skippable))
+        }
     }
 
-    /// Carries out what the exchange decided about an upstream exchange that broke.
-    private func answerFailed(_ action: HTTP1Exchange.ResponseFailureAction?) {
+    /// Carries out what the exchange decided about an upstream exchange that ended early.
+    private func answerFailed(_ call: H1ClientCall, _ action: HTTP1Exchange.ResponseFailureAction?) {
         switch action {
         case .resend(let number)?:
-            acquireUpstream(call: number)
+            startExchange(call: number)
         case .closeAfterFlush?:
             uncork()
-            endCall(discardUpstream: "answer cut short")
+            endCall(abandoningUpstream: true)
             finishAndClose()
         case .refuse(let failure, let keepAlive)?:
             refuseCall(failure, keepAlive: keepAlive)
@@ -703,187 +663,18 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         }
     }
 
-    func connectionDrained(_ connection: HTTP1UpstreamConnection) {
-        guard let call = inFlight, connection === call.upstream else { return }
-        if connection.outputLength < core.limits.bufferHighWater { pumpRequestBody() }
-    }
-
-    // MARK: Over the HTTP/2 upstream
-
-    /// Sends the call as one stream on the HTTP/2 upstream (`--upstream-protocol h2`): the
-    /// head translated (`H2MessageTranslation.requestFields`), the body held whole or pulled
-    /// from the input as the stream's DATA, never past this request's own bytes.
-    private func startH2Attempt(call number: Int) {
-        guard let call = inFlight else { return }
-        if let old = call.h2 { letGo(old, cancel: .superseded) }
-        switch exchange.upstreamReady(call: number) {
-        case .sendHeld(let firstAttempt):
-            countAttempt(first: firstAttempt)
-        case .stream(let writeContinue, let firstAttempt):
-            if writeContinue { transport.write("HTTP/1.1 100 Continue\r\n\r\n") }
-            countAttempt(first: firstAttempt)
-        case .giveBackConnection:
-            return
-        }
-        guard let token = call.token else { return }
-        let length: Int?
-        switch call.body {
-        case .held: length = call.held.count
-        case .remaining(let n): length = call.head.framing == .none && n == 0 ? nil : n
-        case .chunked: length = nil
-        }
-        let attempt = H2UpstreamAttempt(
-            connection: self, method: call.head.method, path: call.head.target,
-            fields: call.head.fields, bodyLength: length, token: token)
-        call.h2 = attempt
-        let upstream = core.upstreamH2.start(attempt)
-        // A failure to start was reported already, and the call let go of the attempt.
-        guard call.h2 === attempt else { return }
-        attempt.upstream = upstream
-        if !attempt.requestHasBody { requestSent() }
-    }
-
-    /// Lets go of a send over HTTP/2, resetting its stream when `cancel` says why.
-    private func letGo(_ attempt: H2UpstreamAttempt, cancel why: UpstreamCancel?) {
-        if inFlight?.h2 === attempt { inFlight?.h2 = nil }
-        attempt.connection = nil
-        if let why { attempt.upstream?.cancel(why) }
-        attempt.upstream = nil
-    }
-
-    /// The call in flight, if `attempt` is its current send.
-    private func current(_ attempt: H2UpstreamAttempt) -> InFlight? {
-        guard let call = inFlight, call.h2 === attempt else { return nil }
-        return call
-    }
-
-    /// Copies the request body out for the upstream: from what is held, or from the input up
-    /// to the rest of this request's Content-Length (a pipelined request behind it stays in
-    /// the input).
-    func h2PullRequestBody(_ attempt: H2UpstreamAttempt, into buffer: UnsafeMutableRawBufferPointer) -> RequestBodyPull {
-        guard let call = current(attempt) else { return .bytes(0, end: true) }
-        let count: Int
-        let end: Bool
-        switch call.body {
-        case .held:
-            count = min(buffer.count, call.held.count - attempt.bodyBytesSent)
-            call.held.withUnsafeBytes { held in
-                buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: held[attempt.bodyBytesSent..<attempt.bodyBytesSent + count]))
-            }
-            end = attempt.bodyBytesSent + count == call.held.count
-        case .remaining(let n):
-            count = n == 0 ? 0 : transport.removeInput(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(n, buffer.count)]))
-            if count == 0 && n > 0 { return .wait }
-            call.body = .remaining(n - count)
-            end = n - count == 0
-        case .chunked:
-            return .bytes(0, end: true)
-        }
-        attempt.bodyBytesSent += count
-        if end { requestSent() }
-        return .bytes(count, end: end)
-    }
-
-    /// A header block of the answer: its head (translated and relayed as the exchange
-    /// decides; an interim 1xx head is dropped) or its trailers (dropped: docs/CONTRACT.md §6).
-    func h2HeaderBlock(_ attempt: H2UpstreamAttempt, _ fields: H2HeaderList, endStream: Bool) {
-        guard let call = current(attempt) else { return }
-        if attempt.relayFraming == nil, case .forwarding = exchange.phase {
-            guard let bytes = H2MessageTranslation.http1Head(fields) else {
-                answerFailed(exchange.responseFailed(.upstreamUnavailable("Fleet Engine answered without a valid :status")))
-                return
-            }
-            let parsed = bytes.withUnsafeBytes { HTTP1Parser.parseResponse($0, maxHeadBytes: .max, maxHeaderCount: .max) }
-            guard case .complete(let head, _) = parsed else {
-                answerFailed(exchange.responseFailed(.upstreamUnavailable("Fleet Engine's answer head cannot be relayed")))
-                return
-            }
-            if head.status < 200 && !endStream { return }
-            attempt.relayFraming = relayHead(head, of: call)?.framing
-        }
-        if endStream { h2AnswerEnded(attempt) }
-    }
-
-    /// Answer DATA: written to the client in the relay's framing (each piece a chunk when
-    /// chunked), credited back to the upstream as the client takes it.
-    func h2Data(_ attempt: H2UpstreamAttempt, _ bytes: UnsafeRawBufferPointer) {
-        guard current(attempt) != nil, exchange.isRelaying, let framing = attempt.relayFraming else {
-            attempt.upstream?.responseTaken(count: bytes.count)
-            return
-        }
-        switch framing {
-        case .chunked:
-            guard bytes.count > 0 else { break }
-            HeadWriter.withBytes({ out in
-                out.write(String(bytes.count, radix: 16))
-                out.write(literal: "\r\n")
-            }, use: { corked.add($0) })
-            corked.add(bytes)
-            corked.add(ByteView("\r\n"))
-        case .contentLength, .dechunked, .untilClose:
-            corked.add(bytes)
-        case .none:
-            break
-        }
-        uncork()
-        if transport.outputLength > core.limits.bufferHighWater {
-            attempt.owedCredit += bytes.count
-        } else {
-            attempt.upstream?.responseTaken(count: bytes.count)
-        }
-    }
-
-    /// The answer ended: the last chunk if chunked, then the exchange decides (the call is
-    /// done, or a 401 is retried with a fresh token).
-    func h2AnswerEnded(_ attempt: H2UpstreamAttempt) {
-        guard current(attempt) != nil else { return }
-        if attempt.relayFraming == .chunked && exchange.isRelaying { corked.add(ByteView("0\r\n\r\n")) }
-        uncork()
-        switch exchange.responseEnded() {
-        case .finishCall(let keepAlive)?:
-            letGo(attempt, cancel: nil)
-            finishCall(keepAlive: keepAlive)
-        case .refetchToken(let number)?:
-            letGo(attempt, cancel: .superseded)
-            refetchToken(call: number)
-        case nil:
-            break
-        }
-    }
-
-    /// The stream closed. Cleanly after the answer ended, it matters only if the request body
-    /// was cut short (the connection cannot find the next request: it closes). A refused
-    /// stream is sent again when the exchange says so; a reset before the head is a 502, after
-    /// it the connection closes (docs/CONTRACT.md §6).
-    func h2Closed(_ attempt: H2UpstreamAttempt, _ end: UpstreamEnd) {
-        guard current(attempt) != nil else { return }
-        switch end {
-        case .completed:
-            answerFailed(exchange.responseFailed(.upstreamUnavailable("Fleet Engine ended the stream before the request body was sent")))
-        case .unprocessed(let failure):
-            logger.debug("Fleet Engine did not process the stream", metadata: ["reason": "\(failure.message)"])
-            answerFailed(exchange.responseFailed(failure, retry: .unprocessed, bodyIntact: attempt.bodyBytesSent == 0))
-        case .declined(let failure):
-            // Never opened, so not a byte of the body left: the call goes by HTTP/1.1 now.
-            letGo(attempt, cancel: nil)
-            answerFailed(exchange.exchangeDeclined(failure))
-        case .connectionLost(let failure):
-            answerFailed(exchange.responseFailed(failure, retry: .connectionLost, bodyIntact: attempt.bodyBytesSent == 0))
-        case .failed(let failure):
-            answerFailed(exchange.responseFailed(failure))
-        }
-    }
-
     // MARK: Ending calls
 
-    /// Lets go of what the call holds: its place in the pool's queue, a borrowed upstream
-    /// connection (discarded when the exchange on it is unfinished), its budget.
-    private func endCall(discardUpstream reason: String?) {
+    /// Lets go of what the call holds: its upstream exchange (cancelled when `abandoningUpstream`:
+    /// its request or answer is unfinished), its budget.
+    private func endCall(abandoningUpstream: Bool) {
         guard let call = inFlight else { return }
         inFlight = nil
-        call.ticket?.cancel()
-        if let attempt = call.h2 { letGo(attempt, cancel: reason == nil ? nil : .abandoned) }
-        if let upstream = call.upstream, let reason { core.upstream.discard(upstream, reason: reason) }
+        call.connection = nil
+        if let upstream = call.upstream {
+            call.upstream = nil
+            if abandoningUpstream { upstream.cancel(.abandoned) }
+        }
         core.bufferBudget.release(call.reserved)
     }
 
@@ -891,7 +682,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         if let call = inFlight {
             let record = call.takeRecord(core: core, logger: logger)
             record.finish(core: core, logger: logger)
-            endCall(discardUpstream: nil)
+            endCall(abandoningUpstream: false)
         }
         keepAlive ? readNextRequest() : finishAndClose()
     }
@@ -926,7 +717,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate, Response
         record.status = failure.httpStatus
         record.refusal = failure.message
         record.finish(core: core, logger: logger)
-        endCall(discardUpstream: "call refused")
+        endCall(abandoningUpstream: true)
         transport.write(ErrorResponse.http1(failure, close: !keepAlive))
         keepAlive ? readNextRequest() : finishAndClose()
     }

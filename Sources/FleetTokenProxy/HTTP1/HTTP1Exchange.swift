@@ -162,6 +162,11 @@ struct HTTP1Exchange: Equatable {
         case endCall
     }
 
+    enum HandOverAction: Equatable {
+        /// Stop the head timer and hand the socket, as it is, to an HTTP/2 connection.
+        case handOverToHTTP2
+    }
+
     enum BodyAction: Equatable {
         case lookUpToken(call: Int)
     }
@@ -172,12 +177,10 @@ struct HTTP1Exchange: Equatable {
     }
 
     enum SendAction: Equatable {
-        /// Write head and held body upstream in one write.
+        /// Start an exchange that sends the held body with the head.
         case sendHeld(firstAttempt: Bool)
-        /// Write the head, then pump the body as it arrives; `100 Continue` first if owed.
+        /// Start an exchange that pulls the body as it arrives; `100 Continue` first if owed.
         case stream(writeContinue: Bool, firstAttempt: Bool)
-        /// A connection for a call that is over: give it back to the pool.
-        case giveBackConnection
     }
 
     enum RequestSentAction: Equatable {
@@ -269,6 +272,12 @@ struct HTTP1Exchange: Equatable {
         return false
     }
 
+    /// Whether the current send waits for its answer's head.
+    var isAwaitingAnswer: Bool {
+        if case .forwarding(_, let attempt) = phase { return attempt.answer == .awaited }
+        return false
+    }
+
     // MARK: Reading heads
 
     /// Request bytes arrived. Nil when the call in flight does not read now: the bytes wait in
@@ -326,7 +335,8 @@ struct HTTP1Exchange: Equatable {
         case .readingBody:
             bodyStalled = true
         case .forwarding(_, let attempt):
-            bodyStalled = !attempt.requestSent
+            // Bytes waiting in the input are the upstream's to take, not the client's to send.
+            bodyStalled = !attempt.requestSent && buffered == 0
         case .awaitingToken, .awaitingUpstream, .retrying, .closingAfterFlush, .closed:
             bodyStalled = false
         }
@@ -366,9 +376,12 @@ struct HTTP1Exchange: Equatable {
         return .refuse(failure, keepAlive: endRefused(keepAlive: bodySkippable))
     }
 
-    /// HTTP/2 took the socket over (its preface came first).
-    mutating func handedToHTTP2() {
+    /// The bytes before any head are the HTTP/2 preface (h2c with prior knowledge). Nil when a
+    /// head was read already: then they are an HTTP/1.1 request like any other.
+    mutating func http2PrefaceArrived() -> HandOverAction? {
+        guard mayBeHTTP2, case .readingHead = phase else { return nil }
         closeNow()
+        return .handOverToHTTP2
     }
 
     /// The whole body is in (decoded if chunked) and held. Nil when no body was being read.
@@ -403,10 +416,10 @@ struct HTTP1Exchange: Equatable {
         return .refuse(failure, keepAlive: endRefused(keepAlive: bodySkippable))
     }
 
-    /// A connection is lent for the call (or an exchange started for it). A connection for a
-    /// call that is over is given back (never nil: the shell has a connection to put somewhere).
-    mutating func upstreamReady(call number: Int) -> SendAction {
-        guard case .awaitingUpstream(var call) = phase, call.number == number else { return .giveBackConnection }
+    /// The call's next send starts (an upstream exchange is made for it). Nil when call
+    /// `number` does not wait for one.
+    mutating func upstreamReady(call number: Int) -> SendAction? {
+        guard case .awaitingUpstream(var call) = phase, call.number == number else { return nil }
         call.sends += 1
         let first = call.sends == 1
         if call.replayable {
@@ -417,12 +430,6 @@ struct HTTP1Exchange: Equatable {
         call.continueOwed = false
         phase = .forwarding(call, Attempt())
         return .stream(writeContinue: writeContinue, firstAttempt: first)
-    }
-
-    /// No upstream connection for call `number`. Nil when that call does not wait for one.
-    mutating func upstreamFailed(call number: Int, _ failure: ProxyFailure, bodySkippable: Bool) -> RefusalAction? {
-        guard case .awaitingUpstream(let call) = phase, call.number == number else { return nil }
-        return .refuse(failure, keepAlive: endRefused(keepAlive: bodySkippable))
     }
 
     /// The last request byte was handed to the upstream connection. Nil while the answer is
@@ -507,8 +514,12 @@ struct HTTP1Exchange: Equatable {
 
     /// The upstream exchange ended before its answer did. `retry`: why it may be sent again
     /// (`ReplayPolicy` decides; nil: never, as after a reset or a timeout); `bodyIntact`: no
-    /// byte of a streamed body has left. Nil when no upstream exchange was under way.
-    mutating func responseFailed(_ failure: ProxyFailure, retry: ReplayPolicy.Why? = nil, bodyIntact: Bool = false) -> ResponseFailureAction? {
+    /// byte of a streamed body has left; `bodySkippable`: what is left of the body is held or
+    /// buffered, so a refusal can keep the connection. Nil when no upstream exchange was under
+    /// way.
+    mutating func responseFailed(
+        _ failure: ProxyFailure, retry: ReplayPolicy.Why? = nil, bodyIntact: Bool = false, bodySkippable: Bool = false
+    ) -> ResponseFailureAction? {
         let requestSent: Bool
         switch phase {
         case .forwarding(let call, let attempt):
@@ -526,8 +537,9 @@ struct HTTP1Exchange: Equatable {
         default:
             return nil
         }
-        // The connection can carry another request only once the body has left whole.
-        return .refuse(failure, keepAlive: endRefused(keepAlive: requestSent))
+        // The connection can carry another request once the body has left whole, or what is
+        // left of it can be dropped.
+        return .refuse(failure, keepAlive: endRefused(keepAlive: requestSent || bodySkippable))
     }
 
     /// The HTTP/2 upstream turned out not to speak HTTP/2 before the exchange sent a byte, and

@@ -3,7 +3,9 @@ import Logging
 
 /// One keep-alive HTTP/1.1 connection to an origin (Fleet Engine or the token provider),
 /// owned by its `HTTP1UpstreamPool`. The borrower sends a whole request (`send`), then calls
-/// `beginExchange`; the response arrives at the borrower's `ResponseSink`.
+/// `beginExchange`; the response arrives at the borrower's `ResponseSink`: its head, then its
+/// body's bytes as they come, de-chunked here (the one place a chunked answer is decoded),
+/// then its end.
 final class HTTP1UpstreamConnection: TransportDelegate {
     private enum State {
         case connecting
@@ -31,6 +33,9 @@ final class HTTP1UpstreamConnection: TransportDelegate {
     private var sink: ResponseSink?
     private var requestMethod = "GET"
     private var bytesReceived = false
+    /// The body bytes handed to the sink, de-chunked: one buffer for the connection's life, not
+    /// one per exchange; empty between hand-overs.
+    private let payload = EventBuffer()
     private let limits: ClientLimits
     /// True once one exchange completed on this connection: a failure before any answer on a
     /// reused connection is the keep-alive race, and the request may be sent again.
@@ -84,10 +89,10 @@ final class HTTP1UpstreamConnection: TransportDelegate {
         if transport.inputLength > 0 { transportReadable(transport) }
     }
 
-    /// Moves `count` bytes from the front of `source`'s input into the request being sent.
-    func send(fromInputOf source: Transport, count: Int) { transport.moveIn(fromInputOf: source, count: count) }
     func send(_ bytes: [UInt8]) { transport.write(bytes) }
     func send(_ bytes: UnsafeRawBufferPointer) { transport.write(bytes) }
+    /// Moves up to `count` bytes from the front of `bytes` into the request being sent.
+    func send(_ bytes: borrowing EventBuffer, count: Int) { transport.moveIn(from: bytes, count: count) }
 
     // MARK: TransportDelegate
 
@@ -152,23 +157,29 @@ final class HTTP1UpstreamConnection: TransportDelegate {
         switch progress {
         case .remaining(let n):
             let take = min(n, available)
-            if take > 0 { deliver(take) }
+            if take > 0 {
+                transport.removeInput(take, into: payload)
+                deliver()
+            }
             guard transport.isOpen else { return }
             if n - take == 0 { finish(); return }
             state = .readingBody(.remaining(n - take))
         case .chunked(var scanner):
             guard available > 0 else { return }
-            switch scanChunked(&scanner, available: available) {
+            switch dechunk(&scanner) {
             case .failure(let failure):
                 fail(.upstreamUnavailable("malformed chunked body from \(pool.origin): \(failure.message)"))
-            case .success(let (consumed, finished)):
+            case .success(let finished):
                 state = .readingBody(.chunked(scanner))
-                if consumed > 0 { deliver(consumed) }
+                if !payload.isEmpty { deliver() }
                 guard transport.isOpen else { return }
                 if finished { finish() }
             }
         case .untilClose:
-            if available > 0 { deliver(available) }
+            if available > 0 {
+                transport.removeInput(available, into: payload)
+                deliver()
+            }
         }
     }
 
@@ -256,23 +267,10 @@ final class HTTP1UpstreamConnection: TransportDelegate {
         transport.setTimeouts(read: seconds, write: limits.responseTimeout)
     }
 
-    private func deliver(_ count: Int) {
-        guard let sink else { transport.drainInput(count); return }
-        sink.responseBody(count: count, from: self)
-    }
-
-    // MARK: The body bytes `ResponseSink.responseBody` announced, at the front of the input
-
-    /// Moves `count` body bytes to the back of `buffer` (chains move; nothing is copied).
-    func moveBody(_ count: Int, into buffer: borrowing EventBuffer) { transport.removeInput(count, into: buffer) }
-
-    /// Discards `count` body bytes.
-    func dropBody(_ count: Int) { transport.drainInput(count) }
-
-    /// Calls `body` with each contiguous piece of the first `count` body bytes, in order, until
-    /// it returns false; nothing is consumed (`dropBody` does that).
-    func forEachBodyPiece(_ count: Int, _ body: (UnsafeRawBufferPointer) -> Bool) {
-        transport.forEachInputChain(limit: count, body)
+    /// Hands `payload` to the sink, which takes the bytes it wants; the rest are dropped.
+    private func deliver() {
+        sink?.responseBody(payload, from: self)
+        payload.drainAll()
     }
 
     private func finish() {
@@ -295,13 +293,14 @@ final class HTTP1UpstreamConnection: TransportDelegate {
         sink?.responseFailed(failure, retryable: retryable)
     }
 
-    /// Runs the chunk scanner over the input's chains in place (no pull-up of large bodies).
-    private func scanChunked(_ scanner: inout ChunkedBodyScanner, available: Int) -> Result<(consumed: Int, finished: Bool), ProxyFailure> {
+    /// Runs the chunk scanner over the input's chains in place (no pull-up of large bodies),
+    /// the chunks' data into `payload` and the framing consumed; whether the body ended.
+    private func dechunk(_ scanner: inout ChunkedBodyScanner) -> Result<Bool, ProxyFailure> {
         var total = 0
         var finished = false
         var failure: ProxyFailure?
         transport.forEachInputChain { piece in
-            switch scanner.scan(piece, onData: { _ in }) {
+            switch scanner.scan(piece, onData: { self.payload.add($0) }) {
             case .failure(let f):
                 failure = f
                 return false
@@ -311,8 +310,9 @@ final class HTTP1UpstreamConnection: TransportDelegate {
                 return !r.finished && r.consumed == piece.count
             }
         }
+        transport.drainInput(total)
         if let failure { return .failure(failure) }
-        return .success((total, finished))
+        return .success(finished)
     }
 }
 

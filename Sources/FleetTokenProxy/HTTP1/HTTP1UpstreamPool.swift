@@ -18,6 +18,10 @@ final class HTTP1UpstreamPool {
     static let defaultMaxWaiters = 1024
 
     let origin: Origin
+    /// Where request body bytes cross from a client half to a connection
+    /// (`H1UpstreamExchange`): one buffer for the pool's life, empty between crossings (the
+    /// loop runs one crossing at a time).
+    let crossing = EventBuffer()
     private let loop: EventLoop
     private let tls: TLSContext?
     private let maxConnections: Int

@@ -83,12 +83,4 @@ package struct RequestHead: Sendable {
             return text.withUTF8(body)
         }
     }
-
-    /// The target's length in bytes.
-    var targetLength: Int {
-        switch targetSource {
-        case .bytes(let range): return range.count
-        case .text(let text): return text.utf8.count
-        }
-    }
 }

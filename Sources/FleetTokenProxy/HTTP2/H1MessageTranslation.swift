@@ -113,6 +113,13 @@ package enum H1MessageTranslation {
             }
             out.write(literal: "\r\n")
         }
+        writeFramingAndAuthorization(framing, token: token, to: &out)
+    }
+
+    /// The end of every request head the sidecar sends an HTTP/1.1 upstream, whichever
+    /// protocol its client spoke: the framing field of its own parse (docs/CONTRACT.md §7),
+    /// the one `Authorization`, the blank line.
+    static func writeFramingAndAuthorization(_ framing: RequestFraming, token: String, to out: inout HeadWriter) {
         switch framing {
         case .none:
             break

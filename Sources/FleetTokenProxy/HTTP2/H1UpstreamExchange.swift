@@ -1,20 +1,22 @@
-/// The upstream half of an HTTP/2 client's REST call when REST goes by HTTP/1.1
-/// (`RESTUpstreamRoute`, docs/CONTRACT.md §6): one request on a connection borrowed from the
-/// `HTTP1UpstreamPool`, the answer relayed back to the client half. The client half drives it
-/// through `UpstreamExchange` as it drives an `H2UpstreamStream`, and it reports through
-/// `UpstreamExchangeDelegate` the same facts (a head, data, the end and how), so the call's
-/// `H2CallState` decides as for any exchange; the HTTP/1.1 connection reports to it as its
-/// `ResponseSink`. A new one for each send (a resend or a 401 retry).
+/// The upstream half of a REST call when REST goes by HTTP/1.1 (`RESTUpstreamRoute`,
+/// docs/CONTRACT.md §6), whichever protocol its client speaks: one request on a connection
+/// borrowed from the `HTTP1UpstreamPool`, the answer relayed back to the client half. The
+/// client half drives it through `UpstreamExchange` as it drives an `H2UpstreamStream`, and it
+/// reports through `UpstreamExchangeDelegate` the same facts (a head, data, the end and how),
+/// so the call's machine (`HTTP1Exchange`, `H2CallState`) decides as for any exchange; the
+/// HTTP/1.1 connection reports to it as its `ResponseSink`. A new one for each send (a resend
+/// or a 401 retry).
 ///
-/// The request: the head `H1MessageTranslation` writes; the body pulled from the client half,
-/// held and sent with the head by its length when it has all arrived (up to `heldBodyLimit`),
-/// else streamed by the client's `content-length`, or chunked, never past the upstream
-/// connection's high-water mark. Under a `content-length` the request's last byte waits for
+/// The request: the head the client half writes for HTTP/1.1; the body pulled from the client
+/// half, held and sent with the head by its length when it has all arrived (up to
+/// `ReplayPolicy.bodyBound`), else streamed by the client's declared length, or chunked, never
+/// past the upstream connection's high-water mark. Under a `content-length` the request's last byte waits for
 /// the client's END_STREAM: only the end of the stream shows the body is no longer than it
 /// said, and until then the upstream must not hold a request it could read as complete (a
 /// longer body breaks the exchange, and the upstream is left a request cut short). The
-/// answer: its head translated, its body de-chunked and handed over as it arrives; reading
-/// pauses while the client half holds more than `responseBound` bytes it has not taken.
+/// answer: its head as read (`AnswerHead.http1`), its body (de-chunked by the connection)
+/// handed over as it arrives; reading pauses while the client half holds more than
+/// `responseBound` bytes it has not taken.
 ///
 /// `delegate` is strong and dropped when the exchange is cancelled or reports its end; the
 /// client half drops its own reference to this one when the call finishes. The connection is
@@ -22,8 +24,6 @@
 /// then) or the exchange breaks or is cancelled (it is discarded: a half-used HTTP/1.1
 /// connection cannot carry another request).
 final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
-    /// A body that has all arrived up to this size goes with the head, framed by its length.
-    static let heldBodyLimit = 64 * 1024
     /// Response bytes the client half may hold untaken before reading from the upstream pauses.
     static let responseBound = HTTP2UpstreamConnection.responseBufferBound
     private static let pullBytes = 16 * 1024
@@ -34,7 +34,6 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
     private let host: String
     private let highWater: Int
     private let method: String
-    private let declaredLength: Int?
     private var ticket: PoolTicket?
     private var connection: HTTP1UpstreamConnection?
     private var framing = H1MessageTranslation.RequestFraming.none
@@ -46,8 +45,7 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
     private var requestEnded = false
     /// The answer's head when no body follows it: reported at the answer's end, once the
     /// connection is back in the pool, so a retry it causes never costs the connection.
-    private var bodilessHead: H2HeaderList?
-    private var dechunker: ChunkedBodyScanner?
+    private var bodilessHead: ResponseHead?
     private var responseDelivered = 0
     private var responseTaken = 0
     private var readingPaused = false
@@ -72,12 +70,11 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
         self.host = host
         self.highWater = highWater
         method = delegate.requestMethod
-        declaredLength = H1MessageTranslation.declaredLength(delegate.requestFields)
     }
 
     private func start() {
         guard let delegate else { return }
-        if let failure = H1MessageTranslation.refusal(method: method, path: delegate.requestPath, fields: delegate.requestFields) {
+        if let failure = delegate.http1Refusal {
             end(.failed(failure))
             return
         }
@@ -109,10 +106,12 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
             pool.release(connection, reusable: true)
             return
         }
-        var held: [UInt8] = []
-        let whole = !delegate.requestHasBody || pullHeld(from: delegate, into: &held)
-        var framing = H1MessageTranslation.framing(wholeBody: whole ? held.count : nil, declaredLength: declaredLength)
-        if case .success(.contentLength(let n)) = framing, held.count > n {
+        // The held body crosses in the pool's buffer, emptied on the way out.
+        defer { pool.crossing.drainAll() }
+        let whole = !delegate.requestHasBody || pullHeld(from: delegate, into: pool.crossing)
+        let heldCount = pool.crossing.count
+        var framing = H1MessageTranslation.framing(wholeBody: whole ? heldCount : nil, declaredLength: delegate.requestDeclaredLength)
+        if case .success(.contentLength(let n)) = framing, heldCount > n {
             framing = .failure(.malformedRequest("the request body is longer than its content-length"))
         }
         switch framing {
@@ -122,99 +121,101 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
         case .success(let framing):
             self.connection = connection
             self.framing = framing
-            if case .contentLength(let n) = framing { bodyLeft = n - held.count }
+            if case .contentLength(let n) = framing { bodyLeft = n - heldCount }
             requestEnded = whole
-            let holdLastByte = !whole && framing == .contentLength(held.count)
+            let holdLastByte = !whole && framing == .contentLength(heldCount)
             connection.beginExchange(method: method, sink: self)
+            // Head and held body in one write: one packet, one wake-up of the upstream.
             HeadWriter.withBytes({ out in
-                H1MessageTranslation.writeRequestHead(method: method, path: delegate.requestPath, fields: delegate.requestFields,
-                                                      host: host, token: delegate.requestToken, framing: framing, to: &out)
-                if framing == .chunked {
-                    if !held.isEmpty { held.withUnsafeBufferPointer { Self.writeChunk($0, to: &out) } }
-                } else {
-                    out.write(held)
-                }
+                delegate.writeRequestHead(host: host, framing: framing, to: &out)
+                if framing == .chunked && heldCount > 0 { Self.writeChunkHeader(heldCount, to: &out) }
+                pool.crossing.forEachPiece { out.write($0.buffer); return true }
+                if framing == .chunked && heldCount > 0 { out.write(literal: "\r\n") }
             }, use: { bytes in
                 guard holdLastByte, let last = bytes.last else { return connection.send(bytes) }
                 connection.send(UnsafeRawBufferPointer(rebasing: bytes.dropLast()))
                 heldLastByte = last
             })
+            pool.crossing.drainAll()
             pumpRequestBody()
         }
     }
 
-    /// Pulls the body the client half holds, up to about `heldBodyLimit`: true when that is
-    /// all of it.
-    private func pullHeld(from delegate: UpstreamExchangeDelegate, into held: inout [UInt8]) -> Bool {
-        withUnsafeTemporaryAllocation(byteCount: Self.pullBytes, alignment: 1) { buffer in
-            while held.count < Self.heldBodyLimit {
-                switch delegate.pullRequestBody(into: buffer) {
-                case .wait:
-                    return false
-                case .bytes(let n, let end):
-                    held.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[..<n]))
-                    if end { return true }
-                }
+    /// Pulls the body the client half holds into `held`, up to about `ReplayPolicy.bodyBound`:
+    /// true when that is all of it.
+    private func pullHeld(from delegate: UpstreamExchangeDelegate, into held: borrowing EventBuffer) -> Bool {
+        while held.count < ReplayPolicy.bodyBound {
+            switch delegate.pullRequestBody(upTo: Self.pullBytes, into: held) {
+            case .wait: return false
+            case .bytes(_, let end): if end { return true }
             }
-            return false
         }
+        return false
     }
 
     /// Moves body bytes from the client half to the connection until the request has gone,
     /// the client half has none, or the connection's output is over the high-water mark
     /// (`connectionDrained` comes back here).
     private func pumpRequestBody() {
-        withUnsafeTemporaryAllocation(byteCount: Self.pullBytes, alignment: 1) { buffer in
-            while !requestEnded, let connection, let delegate, connection.outputLength <= highWater {
-                switch delegate.pullRequestBody(into: buffer) {
-                case .wait:
-                    return
-                case .bytes(let n, let end):
-                    send(UnsafeRawBufferPointer(rebasing: buffer[..<n]), end: end, on: connection)
-                }
+        defer { pool.crossing.drainAll() }
+        while !requestEnded, let connection, let delegate, connection.outputLength <= highWater {
+            switch delegate.pullRequestBody(upTo: Self.pullBytes, into: pool.crossing) {
+            case .wait:
+                return
+            case .bytes(_, let end):
+                send(end: end, on: connection)
             }
         }
     }
 
-    /// Sends body bytes in the request's framing; a body that does not fit its framing (more or
-    /// fewer bytes than its length) ends the exchange before a byte past it leaves.
-    private func send(_ bytes: UnsafeRawBufferPointer, end isLast: Bool, on connection: HTTP1UpstreamConnection) {
+    /// Sends the body bytes just pulled into the pool's crossing buffer in the request's
+    /// framing; a body that does not fit its framing (more or fewer bytes than its length)
+    /// ends the exchange before a byte past it leaves.
+    private func send(end isLast: Bool, on connection: HTTP1UpstreamConnection) {
+        let count = pool.crossing.count
         switch framing {
         case .contentLength:
-            guard bytes.count <= bodyLeft, !isLast || bytes.count == bodyLeft else {
+            guard count <= bodyLeft, !isLast || count == bodyLeft else {
                 return broke(.malformedRequest("the request body is not as long as its content-length"))
             }
-            bodyLeft -= bytes.count
+            bodyLeft -= count
             if isLast, let last = heldLastByte {
                 // Nothing can follow a held byte but the end (the guard): the request is whole.
                 heldLastByte = nil
                 connection.send([last])
-            } else if !isLast, bodyLeft == 0, let last = bytes.last {
-                connection.send(UnsafeRawBufferPointer(rebasing: bytes.dropLast()))
-                heldLastByte = last
-            } else if !bytes.isEmpty {
-                connection.send(bytes)
+            } else if !isLast, bodyLeft == 0, count > 0 {
+                connection.send(pool.crossing, count: count - 1)
+                withUnsafeTemporaryAllocation(byteCount: 1, alignment: 1) { last in
+                    if pool.crossing.remove(into: last) == 1 { heldLastByte = last[0] }
+                }
+            } else if count > 0 {
+                connection.send(pool.crossing, count: count)
             }
         case .chunked:
+            // The chunk with its framing in one write.
             HeadWriter.withBytes({ out in
-                if !bytes.isEmpty { Self.writeChunk(bytes.assumingMemoryBound(to: UInt8.self), to: &out) }
+                if count > 0 {
+                    Self.writeChunkHeader(count, to: &out)
+                    pool.crossing.forEachPiece { out.write($0.buffer); return true }
+                    out.write(literal: "\r\n")
+                }
                 if isLast { out.write(literal: "0\r\n\r\n") }
             }, use: { connection.send($0) })
         case .none:
-            guard bytes.isEmpty else { return broke(.malformedRequest("the request body came after its end")) }
+            guard count == 0 else { return broke(.malformedRequest("the request body came after its end")) }
         }
         if isLast { requestEnded = true }
     }
 
-    private static func writeChunk(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout HeadWriter) {
-        out.write(String(bytes.count, radix: 16))
-        out.write(literal: "\r\n")
-        out.write(bytes)
+    private static func writeChunkHeader(_ count: Int, to out: inout HeadWriter) {
+        out.write(String(count, radix: 16))
         out.write(literal: "\r\n")
     }
 
     /// The exchange fails with its connection, which a half-sent request leaves unusable.
     private func broke(_ failure: ProxyFailure) {
+        // Emptied before the report, which may start another exchange that uses it.
+        pool.crossing.drainAll()
         if let connection {
             self.connection = nil
             pool.discard(connection, reason: failure.message)
@@ -252,38 +253,18 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
     func responseHead(_ head: ResponseHead, from connection: HTTP1UpstreamConnection) {
         guard connection === self.connection, let delegate else { return }
         let framing = head.framing(requestMethod: method)
-        let fields = H1MessageTranslation.responseFields(head, framing: framing)
         switch framing {
         case .none, .contentLength(0):
-            bodilessHead = fields
-        case .chunked:
-            dechunker = ChunkedBodyScanner()
-            delegate.upstreamHeaderBlock(fields, endStream: false)
-        case .contentLength, .untilClose:
-            delegate.upstreamHeaderBlock(fields, endStream: false)
+            bodilessHead = head
+        case .chunked, .contentLength, .untilClose:
+            delegate.upstreamHeaderBlock(.http1(head, framing: framing), endStream: false)
         }
     }
 
-    func responseBody(count: Int, from connection: HTTP1UpstreamConnection) {
-        guard connection === self.connection, let delegate else {
-            connection.dropBody(count)
-            return
-        }
-        var left = count
-        connection.forEachBodyPiece(count) { piece in
-            left -= piece.count
-            if dechunker == nil {
-                responseDelivered += piece.count
-                delegate.upstreamData(piece)
-            } else {
-                _ = dechunker!.scan(piece, onData: { data in
-                    responseDelivered += data.count
-                    delegate.upstreamData(data)
-                })
-            }
-            return left > 0
-        }
-        connection.dropBody(count)
+    func responseBody(_ payload: borrowing EventBuffer, from connection: HTTP1UpstreamConnection) {
+        guard connection === self.connection, let delegate else { return }
+        responseDelivered += payload.count
+        delegate.upstreamData(payload)
         guard self.connection === connection, !readingPaused, responseDelivered - responseTaken > Self.responseBound else { return }
         readingPaused = true
         connection.pauseReading()
@@ -301,7 +282,7 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
         resumeWakeup?.cancel()
         if let head = bodilessHead {
             bodilessHead = nil
-            delegate?.upstreamHeaderBlock(head, endStream: true)
+            delegate?.upstreamHeaderBlock(.http1(head, framing: head.framing(requestMethod: method)), endStream: true)
         } else {
             delegate?.upstreamDataEnded()
         }
@@ -312,7 +293,8 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
         guard connection != nil else { return }
         connection = nil
         resumeWakeup?.cancel()
-        // Only the keep-alive race is safe to send again: the origin closed before reading.
+        // The keep-alive race: the origin closed a reused connection before answering, maybe
+        // after reading the request (`ReplayPolicy` resends only what may run twice).
         end(retryable ? .connectionLost(failure) : .failed(failure))
     }
 

@@ -105,20 +105,25 @@ final class H2ClientCall: UpstreamExchangeDelegate {
 
     var requestMethod: String { method }
     var requestPath: String { path }
-    var requestFields: H2HeaderList { headers }
     func appendRequestFields(to list: inout H2HeaderList) { list.append(contentsOf: headers) }
+    var http1Refusal: ProxyFailure? { H1MessageTranslation.refusal(method: method, path: path, fields: headers) }
+    var requestDeclaredLength: Int? { H1MessageTranslation.declaredLength(headers) }
+    func writeRequestHead(host: String, framing: H1MessageTranslation.RequestFraming, to out: inout HeadWriter) {
+        H1MessageTranslation.writeRequestHead(method: method, path: path, fields: headers, host: host, token: requestToken,
+                                              framing: framing, to: &out)
+    }
     var requestToken: String { token ?? "" }
     var requestHasBody: Bool { !state.requestEnded || !requestBody.isEmpty }
 
-    func pullRequestBody(into buffer: UnsafeMutableRawBufferPointer) -> RequestBodyPull {
-        connection?.pullRequestBody(self, into: buffer) ?? .bytes(0, end: true)
+    func pullRequestBody(upTo max: Int, into buffer: borrowing EventBuffer) -> RequestBodyPull {
+        connection?.pullRequestBody(self, upTo: max, into: buffer) ?? .bytes(0, end: true)
     }
 
-    func upstreamHeaderBlock(_ fields: H2HeaderList, endStream: Bool) {
-        connection?.upstreamHeaderBlock(self, fields, endStream: endStream)
+    func upstreamHeaderBlock(_ head: AnswerHead, endStream: Bool) {
+        connection?.upstreamHeaderBlock(self, head, endStream: endStream)
     }
 
-    func upstreamData(_ bytes: UnsafeRawBufferPointer) {
+    func upstreamData(_ bytes: borrowing EventBuffer) {
         connection?.upstreamData(self, bytes)
     }
 

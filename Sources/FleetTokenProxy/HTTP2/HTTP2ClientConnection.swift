@@ -599,17 +599,19 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
 
     // MARK: What the upstream exchange reports (through the call, its delegate)
 
-    /// The upstream exchange wants request body bytes.
-    func pullRequestBody(_ call: H2ClientCall, into buffer: UnsafeMutableRawBufferPointer) -> RequestBodyPull {
-        let n = call.requestBody.remove(into: buffer)
-        let action = call.state.requestBodyRead(count: n, remaining: call.requestBody.count)
+    /// The upstream exchange wants request body bytes: moved to `buffer`, a copy kept while the
+    /// call's machine says so (for a resend).
+    func pullRequestBody(_ call: H2ClientCall, upTo max: Int, into buffer: borrowing EventBuffer) -> RequestBodyPull {
+        let n = min(max, call.requestBody.count)
+        let action = call.state.requestBodyRead(count: n, remaining: call.requestBody.count - n)
         if n > 0 {
             switch action {
             case .send(let keepCopy), .end(let keepCopy):
-                if keepCopy { call.sentCopy.add(UnsafeRawBufferPointer(rebasing: buffer[..<n])) }
+                if keepCopy { call.sentCopy.add(copyOf: call.requestBody, limit: n) }
             case .wait:
                 break
             }
+            call.requestBody.move(n, to: buffer)
             requestBytesForwarded(call, count: n)
         }
         switch action {
@@ -628,20 +630,13 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         flushSoon()
     }
 
-    func upstreamHeaderBlock(_ call: H2ClientCall, _ fields: H2HeaderList, endStream: Bool) {
+    func upstreamHeaderBlock(_ call: H2ClientCall, _ head: AnswerHead, endStream: Bool) {
         // The facts the call's machine decides on: an interim 1xx head; a trailers-only gRPC
         // UNAUTHENTICATED or an HTTP 401.
-        var informational = false, unauthenticated = false
-        fields.forEach { name, value in
-            if name == ":status" {
-                informational = value.hasPrefix("1")
-                if value == "401" { unauthenticated = true }
-            } else if name == "grpc-status" && value == "16" {
-                unauthenticated = true
-            }
-            return true
-        }
-        switch call.state.upstreamHeaderBlock(endStream: endStream, informational: informational, unauthenticated: unauthenticated) {
+        let status = head.status
+        let informational = status.map { $0 < 200 } ?? false
+        switch call.state.upstreamHeaderBlock(endStream: endStream, informational: informational,
+                                              unauthenticated: head.isUnauthenticated(status: status)) {
         case .skipInterim?:
             break
         case .retryWithFreshToken?:
@@ -651,24 +646,30 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
             call.token = nil
             fetchToken(call)
         case .relayHead(let endStream)?:
-            relayHead(call, fields, endStream: endStream)
+            switch head {
+            case .http2(let fields):
+                relayHead(call, fields, endStream: endStream)
+            case .http1(let answer, let framing):
+                relayHead(call, H1MessageTranslation.responseFields(answer, framing: framing), endStream: endStream)
+            }
         case .keepTrailers(let resume)?:
-            call.responseTrailers = fields
+            // Only an HTTP/2 answer has trailers (an HTTP/1.1 one's chunked trailers are dropped).
+            if case .http2(let fields) = head { call.responseTrailers = fields }
             if resume { resumeClientBody(call) } else { flushSoon() }
         case nil:
             break
         }
     }
 
-    func upstreamData(_ call: H2ClientCall, _ bytes: UnsafeRawBufferPointer) {
+    func upstreamData(_ call: H2ClientCall, _ bytes: borrowing EventBuffer) {
         switch call.state.responseBytes(now: core.clock.monotonicNow) {
         case .keep(let resume, let armTimerAt):
-            call.responseBody.add(bytes)
+            call.responseBody.append(movingAllOf: bytes)
             if resume { session.resumeData(stream: call.clientStream) }
             if let armTimerAt { armTimer(call, at: armTimerAt) }
             flushSoon()
         case .drop:
-            call.upstream?.responseTaken(count: bytes.count)
+            call.upstream?.responseTaken(count: bytes.drainAll())
         }
     }
 

@@ -22,6 +22,9 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     private var flushWakeup: LoopWakeup!
     /// Scratch list for request heads (reused, not allocated per call).
     private var outgoingHead = H2HeaderList()
+    /// Where body bytes cross to and from the client halves (`UpstreamExchangeDelegate`):
+    /// one buffer for the connection's life, empty between crossings.
+    private let crossing = EventBuffer()
     private let loop: EventLoop
     let id: Int
     /// Most streams this side opens at once, and each stream's receive window.
@@ -290,7 +293,7 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         guard let exchange = streams[stream], let delegate = exchange.delegate else { return }
         exchange.headerBlockReceived()
         if endStream { exchange.answerDidEnd() }
-        delegate.upstreamHeaderBlock(fields, endStream: endStream)
+        delegate.upstreamHeaderBlock(.http2(fields), endStream: endStream)
     }
 
     func h2Data(stream: Int32, bytes: UnsafeRawBufferPointer) {
@@ -304,7 +307,9 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         session?.consumeConnection(count: bytes.count)
         exchange.received(count: bytes.count)
         credit(exchange)
-        delegate.upstreamData(bytes)
+        crossing.add(bytes)
+        delegate.upstreamData(crossing)
+        crossing.drainAll()
     }
 
     func h2DataEnded(stream: Int32) {
@@ -326,8 +331,11 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
 
     func h2ReadBody(stream: Int32, into buffer: UnsafeMutableRawBufferPointer) -> H2BodyRead {
         guard let exchange = streams[stream], let delegate = exchange.delegate else { return .bytes(0, end: true, trailers: false) }
-        switch delegate.pullRequestBody(into: buffer) {
-        case .bytes(let count, let end): return .bytes(count, end: end, trailers: false)
+        let pulled = delegate.pullRequestBody(upTo: buffer.count, into: crossing)
+        let count = crossing.remove(into: buffer)
+        crossing.drainAll()
+        switch pulled {
+        case .bytes(_, let end): return .bytes(count, end: end, trailers: false)
         case .wait: return .deferred
         }
     }

@@ -1,7 +1,8 @@
-/// The upstream half of a call (an HTTP/2 stream to Fleet Engine today), as the client half
-/// that drives it sees it. Protocol-neutral: a client half of either protocol can be paired
-/// with an upstream half of either protocol, and the two meet only through this interface and
-/// `UpstreamExchangeDelegate`.
+/// The upstream half of a call, as the client half that drives it sees it: a stream on an
+/// HTTP/2 connection to Fleet Engine (`H2UpstreamStream`) or a request on a pooled HTTP/1.1
+/// one (`H1UpstreamExchange`). Protocol-neutral: a client half of either protocol (an
+/// `H1ClientCall`, an `H2ClientCall`) is paired with an upstream half of either protocol, and
+/// the two meet only through this interface and `UpstreamExchangeDelegate`.
 ///
 /// The upstream half reports to its delegate until it is cancelled or reports
 /// `upstreamClosed`; it still takes `responseTaken` after that, so the credit for bytes the

@@ -1,6 +1,8 @@
 /// The client half of a call, as the upstream half paired with it sees it: where the request
-/// comes from and where the answer goes. Protocol-neutral (see `UpstreamExchange`); field lists
-/// are `H2HeaderList`s, names lower-case.
+/// comes from and where the answer goes. Protocol-neutral (see `UpstreamExchange`): each client
+/// half writes its own request for either upstream protocol (`appendRequestFields`,
+/// `writeRequestHead`), the answer's header blocks arrive as `AnswerHead`, bodies move as
+/// `EventBuffer`s both ways, and no raw pointer crosses.
 ///
 /// The upstream half reports facts only (a header block arrived, the exchange closed and
 /// how); what they mean for the call (an interim head, trailers, a resend, a retry with a fresh
@@ -8,25 +10,32 @@
 protocol UpstreamExchangeDelegate: AnyObject {
     var requestMethod: String { get }
     var requestPath: String { get }
-    /// The request's regular fields to forward, hop-by-hop fields already dropped.
-    var requestFields: H2HeaderList { get }
-    /// Appends `requestFields` to `list`, the head being submitted: a client half whose
-    /// fields are not an `H2HeaderList` already writes them there, with no list of its own
-    /// made per send.
+    /// Appends the request's regular fields, as an HTTP/2 upstream sends them (names
+    /// lower-case; hop-by-hop, framing, `Host` and `Authorization` fields dropped, a known body
+    /// length as `content-length`), to `list`, the head being submitted.
     func appendRequestFields(to list: inout H2HeaderList)
+    /// Why the request cannot go as one HTTP/1.1 request, nil when it can (an HTTP/2 client's
+    /// head is checked field by field; an HTTP/1.1 client's was parsed strictly already).
+    var http1Refusal: ProxyFailure? { get }
+    /// The body length the client declared, as an HTTP/1.1 upstream frames it by.
+    var requestDeclaredLength: Int? { get }
+    /// Writes the request head as an HTTP/1.1 upstream gets it: the request line, `host`, the
+    /// end-to-end fields, `framing` and the token.
+    func writeRequestHead(host: String, framing: H1MessageTranslation.RequestFraming, to out: inout HeadWriter)
     /// The bearer token to attach.
     var requestToken: String { get }
     /// Request body bytes follow the head (they may not have arrived yet).
     var requestHasBody: Bool { get }
 
-    /// Copies up to `buffer.count` request body bytes out for the upstream.
-    func pullRequestBody(into buffer: UnsafeMutableRawBufferPointer) -> RequestBodyPull
+    /// Moves up to `max` request body bytes to the back of `buffer` for the upstream.
+    func pullRequestBody(upTo max: Int, into buffer: borrowing EventBuffer) -> RequestBodyPull
 
     /// A header block of the answer: its head, an interim head, or its trailers.
-    /// `fields` is lent for the call only: copy what is kept.
-    func upstreamHeaderBlock(_ fields: H2HeaderList, endStream: Bool)
-    /// Response body bytes; lent for the call only.
-    func upstreamData(_ bytes: UnsafeRawBufferPointer)
+    /// Lent for the call only: copy what is kept.
+    func upstreamHeaderBlock(_ head: AnswerHead, endStream: Bool)
+    /// Response body bytes: the delegate takes every one of them out of `bytes` before it
+    /// returns.
+    func upstreamData(_ bytes: borrowing EventBuffer)
     /// The answer's body ended (no trailers).
     func upstreamDataEnded()
     /// The exchange is over; nothing more is reported.

@@ -1,37 +1,29 @@
 /// The status and body of an answer a token source reads whole (the provider's, a Google
-/// credential endpoint's): de-chunked, and never more than `limit` bytes held; past it the body
-/// is dropped and `tooLarge` says so.
+/// credential endpoint's), de-chunked by the connection, and never more than `limit` bytes
+/// held; past it the body is dropped and `tooLarge` says so.
 struct AnswerCollector {
     let limit: Int
     private(set) var status = 0
     private(set) var body: [UInt8] = []
     private(set) var tooLarge = false
-    private var dechunker: ChunkedBodyScanner?
 
     init(limit: Int) {
         self.limit = limit
     }
 
-    mutating func head(_ head: ResponseHead, requestMethod: String) {
+    mutating func head(_ head: ResponseHead) {
         status = head.status
-        if head.framing(requestMethod: requestMethod) == .chunked { dechunker = ChunkedBodyScanner() }
     }
 
-    /// Takes the `count` body bytes at the front of `connection`'s input.
-    mutating func take(_ count: Int, from connection: HTTP1UpstreamConnection) {
-        if !tooLarge && body.count + count <= limit {
-            connection.forEachBodyPiece(count) { piece in
-                if var scanner = dechunker {
-                    _ = scanner.scan(piece, onData: { body.append(contentsOf: $0) })
-                    dechunker = scanner
-                } else {
-                    body.append(contentsOf: piece)
-                }
-                return true
-            }
-        } else {
+    /// Takes a copy of the body bytes in `payload`.
+    mutating func take(_ payload: borrowing EventBuffer) {
+        guard !tooLarge && body.count + payload.count <= limit else {
             tooLarge = true
+            return
         }
-        connection.dropBody(count)
+        payload.forEachPiece { piece in
+            body.append(contentsOf: piece.buffer)
+            return true
+        }
     }
 }

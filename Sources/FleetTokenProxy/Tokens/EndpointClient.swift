@@ -126,11 +126,11 @@ private final class EndpointExchange: ResponseSink {
     }
 
     func responseHead(_ head: ResponseHead, from connection: HTTP1UpstreamConnection) {
-        answer.head(head, requestMethod: method)
+        answer.head(head)
     }
 
-    func responseBody(count: Int, from connection: HTTP1UpstreamConnection) {
-        answer.take(count, from: connection)
+    func responseBody(_ payload: borrowing EventBuffer, from connection: HTTP1UpstreamConnection) {
+        answer.take(payload)
     }
 
     func responseEnded(from connection: HTTP1UpstreamConnection) {
