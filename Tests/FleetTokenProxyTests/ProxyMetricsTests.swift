@@ -75,3 +75,17 @@ struct MetricsText {
         return nil
     }
 }
+
+/// `fleet_token_proxy_build_info`: one series, value 1, labelled with the build that answers.
+final class BuildInfoMetricTests: XCTestCase {
+    func testBuildInfoIsOneSeriesOfValueOneNamingVersionAndRevision() {
+        let text = String(decoding: ProxyMetrics(registry: PrometheusCollectorRegistry()).exposition(), as: UTF8.self)
+        let series = text.split(separator: "\n").filter { $0.hasPrefix("fleet_token_proxy_build_info{") }
+        XCTAssertEqual(series.count, 1, text)
+        let line = String(series.first ?? "")
+        XCTAssertTrue(line.contains(#"version="\#(BuildInfo.version)""#), line)
+        XCTAssertTrue(line.contains(#"revision="\#(BuildInfo.revision)""#), line)
+        XCTAssertTrue(line.hasSuffix(" 1") || line.hasSuffix(" 1.0"), line)
+        XCTAssertTrue(text.contains("# TYPE fleet_token_proxy_build_info gauge"), text)
+    }
+}

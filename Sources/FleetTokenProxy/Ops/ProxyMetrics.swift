@@ -49,6 +49,7 @@ final class ProxyMetrics {
     static let upstreamPings = "fleet_token_proxy_upstream_pings_total"
     static let upstreamPingRoundTrip = "fleet_token_proxy_upstream_ping_rtt_seconds"
     static let upstreamGoAways = "fleet_token_proxy_upstream_goaways_total"
+    static let buildInfo = "fleet_token_proxy_build_info"
 
     /// How a connection to Fleet Engine speaks, for `…_upstream_connections_opened_total{protocol}`.
     enum UpstreamProtocol: String, CaseIterable {
@@ -125,6 +126,10 @@ final class ProxyMetrics {
         }
         entities?.record(0)
         connections?.record(0)
+        // Always 1, as Prometheus exporters do: the labels say which build answers the scrape,
+        // and a query can join them onto any other series.
+        Gauge(label: Self.buildInfo, dimensions: [("version", BuildInfo.version), ("revision", BuildInfo.revision)],
+              factory: factory).record(1)
     }
 
     /// Metrics in the registry `MetricsSystem` was bootstrapped with, once per process, so that
