@@ -124,6 +124,9 @@ final class ProxyMetrics {
                     label: Self.tlsHandshakes, dimensions: [("peer", peer.rawValue), ("resumed", String(resumed))], factory: factory)
             }
         }
+        // GOAWAY NO_ERROR, there from the start as the handshakes are: the family a dashboard or an
+        // alert queries exists before Fleet Engine first sends one.
+        goAways["0"] = Counter(label: Self.upstreamGoAways, dimensions: [("code", "0")], factory: factory)
         entities?.record(0)
         connections?.record(0)
         // Always 1, as Prometheus exporters do: the labels say which build answers the scrape,
@@ -264,10 +267,10 @@ final class ProxyMetrics {
         bufferedLimit?.record(limit)
     }
 
-    /// The Prometheus text exposition (format 0.0.4) of everything recorded.
+    /// The Prometheus text exposition (format 0.0.4) of everything recorded, with HELP lines.
     func exposition() -> [UInt8] {
         var buffer: [UInt8] = []
         registry?.emit(into: &buffer)
-        return buffer
+        return MetricHelp.addingHelp(to: buffer)
     }
 }
