@@ -187,8 +187,7 @@ extension Serve {
         var config = try makeConfiguration()
         config.credentialEnvironment = ProcessEnvironment.current()
         // The summary is the one line: start-up's notices (credentials found) stay out of it.
-        let (_, sidecar) = try build(config, logger: LogSetup.makeLogger(level: max(config.logLevel, .warning)))
-        withExtendedLifetime(sidecar) {}
+        _ = try build(config, logger: LogSetup.makeLogger(level: max(config.logLevel, .warning)))
         StandardStreams.output("fleet-token-proxy: \(try config.summary())\n")
         return 0
     }
