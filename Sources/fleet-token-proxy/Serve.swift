@@ -71,6 +71,10 @@ struct Serve: ParsableCommand {
     var upstreamIdleTimeout: Double = Configuration.defaultUpstreamIdleTimeout
     @Option(help: "trace|debug|info|notice|warning|error|critical")
     var logLevel = "info"
+    // Not a FLEET_TOKEN_PROXY_ variable (main.swift's serveFlags): a service whose environment
+    // file set it would check and exit instead of serving.
+    @Flag(help: "Check everything start-up checks (flags and FLEET_TOKEN_PROXY_ variables, files and their modes, the provider URL template, the listen addresses, Application Default Credentials), then exit 0 printing one line that says what would run, or exit 2 with the line a failed start prints. Binds no port (one in use is not an error) and dials neither the upstream nor the provider.")
+    var check = false
 
     /// Checks and assembles the configuration; every problem is a `ConfigError` line.
     func makeConfiguration() throws -> Configuration {
@@ -123,22 +127,14 @@ struct Serve: ParsableCommand {
     }
 
     func execute() throws -> Int32 {
+        if check { return try executeCheck() }
         var config = try makeConfiguration()
         let environment = ProcessEnvironment.current()
         config.credentialEnvironment = environment
         let logger = LogSetup.makeLogger(level: config.logLevel)
         // Read (and unset) before anything else can start a child that would inherit them.
         let activated = try SocketActivation.takeFromEnvironment(environment)
-        let loop: EventLoop
-        let sidecar: Sidecar
-        do {
-            loop = try EventLoop()
-            sidecar = try Sidecar(configuration: config, loop: loop, logger: logger)
-        } catch let error as ConfigError {
-            throw error
-        } catch {
-            throw StartupError(message: "\(error)")
-        }
+        let (loop, sidecar) = try build(config, logger: logger)
         let notifier = SystemdNotifier(environment: environment)
         var draining = false
         var address = ""
@@ -180,6 +176,32 @@ struct Serve: ParsableCommand {
         }
         loop.run()
         return 0
+    }
+}
+
+extension Serve {
+    /// `serve --check`: the same steps as a start up to binding (so a failure is the same line,
+    /// through main's `fail`), then the configuration's summary on stdout instead of serving.
+    /// Socket activation's sockets are not looked at: they are checked when the service starts.
+    func executeCheck() throws -> Int32 {
+        var config = try makeConfiguration()
+        config.credentialEnvironment = ProcessEnvironment.current()
+        // The summary is the one line: start-up's notices (credentials found) stay out of it.
+        _ = try build(config, logger: LogSetup.makeLogger(level: max(config.logLevel, .warning)))
+        StandardStreams.output("fleet-token-proxy: \(try config.summary())\n")
+        return 0
+    }
+
+    /// Everything start-up makes before it binds: files read, credentials found, TLS contexts.
+    func build(_ config: Configuration, logger: Logger) throws -> (EventLoop, Sidecar) {
+        do {
+            let loop = try EventLoop()
+            return (loop, try Sidecar(configuration: config, loop: loop, logger: logger))
+        } catch let error as ConfigError {
+            throw error
+        } catch {
+            throw StartupError(message: "\(error)")
+        }
     }
 }
 

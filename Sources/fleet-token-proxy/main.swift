@@ -25,6 +25,8 @@ struct FleetTokenProxyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fleet-token-proxy",
         abstract: "Attaches per-entity Fleet Engine JWTs to the calls of an unmodified client.",
+        // Asked of the build stamp and the loaded libraries when the command line is parsed.
+        version: VersionReport.current().text,
         subcommands: [Serve.self, Demo.self, StandIn.self]
     )
 }

@@ -75,3 +75,51 @@ struct MetricsText {
         return nil
     }
 }
+
+/// `fleet_token_proxy_build_info`: one series, value 1, labelled with the build that answers.
+final class BuildInfoMetricTests: XCTestCase {
+    func testBuildInfoIsOneSeriesOfValueOneNamingVersionAndRevision() {
+        let text = String(decoding: ProxyMetrics(registry: PrometheusCollectorRegistry()).exposition(), as: UTF8.self)
+        let series = text.split(separator: "\n").filter { $0.hasPrefix("fleet_token_proxy_build_info{") }
+        XCTAssertEqual(series.count, 1, text)
+        let line = String(series.first ?? "")
+        XCTAssertTrue(line.contains(#"version="\#(BuildInfo.version)""#), line)
+        XCTAssertTrue(line.contains(#"revision="\#(BuildInfo.revision)""#), line)
+        XCTAssertTrue(line.hasSuffix(" 1") || line.hasSuffix(" 1.0"), line)
+        XCTAssertTrue(text.contains("# TYPE fleet_token_proxy_build_info gauge"), text)
+    }
+}
+
+/// Each metric's `# HELP` line comes right before its `# TYPE` line; the rest of the page is kept.
+final class MetricHelpTests: XCTestCase {
+    func testEveryMetricTheSidecarMakesHasHelpBeforeItsType() {
+        let metrics = ProxyMetrics(registry: PrometheusCollectorRegistry())
+        metrics.callFinished(protocol: "grpc", code: 0, seconds: 0.01)
+        metrics.providerFetchFinished(.success, seconds: 0.01)
+        metrics.upstreamGoAwayReceived(code: 0)
+        metrics.observeBufferBudget(used: 0, limit: 65536)
+        let lines = String(decoding: metrics.exposition(), as: UTF8.self).split(separator: "\n")
+        let types = lines.indices.filter { lines[$0].hasPrefix("# TYPE ") }
+        XCTAssertGreaterThanOrEqual(types.count, 17)
+        for index in types {
+            let name = lines[index].split(separator: " ")[2]
+            XCTAssertTrue(index > 0 && lines[index - 1].hasPrefix("# HELP \(name) "), "\(name): \(lines[max(0, index - 1)])")
+        }
+    }
+
+    func testAnUnknownMetricIsLeftAsItIs() {
+        let page = Array("# TYPE other_total counter\nother_total 1\n".utf8)
+        XCTAssertEqual(MetricHelp.addingHelp(to: page), page)
+        let known = Array("# TYPE fleet_token_proxy_cached_entities gauge\nfleet_token_proxy_cached_entities 3".utf8)
+        XCTAssertEqual(String(decoding: MetricHelp.addingHelp(to: known), as: UTF8.self),
+                       "# HELP fleet_token_proxy_cached_entities Entities in the token cache.\n" + String(decoding: known, as: UTF8.self))
+    }
+}
+
+/// Series a dashboard or alert queries are on the page before their first event.
+final class PresetSeriesTests: XCTestCase {
+    func testTheGoAwayFamilyIsThereBeforeTheFirstGoAway() {
+        let text = String(decoding: ProxyMetrics(registry: PrometheusCollectorRegistry()).exposition(), as: UTF8.self)
+        XCTAssertTrue(text.contains(#"fleet_token_proxy_upstream_goaways_total{code="0"} 0"#), text)
+    }
+}

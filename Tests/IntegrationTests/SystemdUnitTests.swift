@@ -17,11 +17,11 @@ final class SystemdUnitTests: XCTestCase {
         }
         work = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("ftp-units-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        // verify checks that ExecStart= is executable: point the installed path at the built
-        // binary; every other line is the file as shipped.
+        // verify checks that ExecStart= and ExecReload= are executable: point the installed path
+        // at the built binary; every other line is the file as shipped.
         let service = try String(contentsOf: Self.unitDirectory.appendingPathComponent("fleet-token-proxy.service"), encoding: .utf8)
         XCTAssertTrue(service.contains("ExecStart=/usr/bin/fleet-token-proxy serve"))
-        try service.replacingOccurrences(of: "ExecStart=/usr/bin/fleet-token-proxy", with: "ExecStart=\(SidecarProcess.binary.path)")
+        try service.replacingOccurrences(of: "=/usr/bin/fleet-token-proxy serve", with: "=\(SidecarProcess.binary.path) serve")
             .write(to: work.appendingPathComponent("fleet-token-proxy.service"), atomically: true, encoding: .utf8)
         try FileManager.default.copyItem(at: Self.unitDirectory.appendingPathComponent("fleet-token-proxy.socket"),
                                          to: work.appendingPathComponent("fleet-token-proxy.socket"))
@@ -60,5 +60,16 @@ final class SystemdUnitTests: XCTestCase {
             XCTAssertTrue(lines.contains(required), "\(required) missing")
         }
         XCTAssertTrue(lines.contains { $0.hasPrefix("WatchdogSec=") })
+    }
+
+    /// `systemctl reload` checks the configuration first and signals only when it passes; a start
+    /// is not checked by a separate command (ExecStartPre= would turn exit status 2 into a
+    /// restart loop: RestartPreventExitStatus= looks at the main process only).
+    func testReloadChecksTheConfigurationBeforeSignalling() throws {
+        let text = try String(contentsOf: Self.unitDirectory.appendingPathComponent("fleet-token-proxy.service"), encoding: .utf8)
+        let reloads = text.split(separator: "\n").filter { $0.hasPrefix("ExecReload=") }
+        XCTAssertEqual(reloads, ["ExecReload=/usr/bin/fleet-token-proxy serve --check", "ExecReload=/bin/kill -HUP $MAINPID"])
+        XCTAssertFalse(text.contains("\nExecStartPre="), "no check before start")
+        XCTAssertTrue(text.contains("\nRestartPreventExitStatus=2\n"))
     }
 }

@@ -139,6 +139,17 @@ def test_memory(results):
         "ok", 10.8, 1056, 730, 326)
 
 
+def test_memory_line_splits_the_idle_resident_set(results, capsys):
+    anchors_ok(results)
+    results.statuses = [s for s in results.statuses if s[0] != "memory"]
+    for name in ["memory-idle.status", "memory-before.status", "memory-after.status", "memory-metrics.txt",
+                 "memory-token.json", "walk-memory.txt"]:
+        results.copy(name, name)
+    main(["report", str(results.write())])
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("memory "))
+    assert line.startswith("memory             ok: idle RSS 10.8 MB (anonymous 1.5, file-backed 9.3); 2000 entities: "), line
+
+
 def test_memory_with_the_wrong_entity_count(results):
     results.settings["MEMORY_ENTITIES"] = "3000"
     for name in ["memory-idle.status", "memory-metrics.txt", "memory-token.json", "walk-memory.txt"]:

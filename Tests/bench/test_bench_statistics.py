@@ -77,6 +77,13 @@ def test_rss():
     assert procfs.rss_kb("Name:\tx\n") is None
 
 
+def test_resident_parts_split_anonymous_from_file_backed():
+    parts = procfs.resident_parts(fixture_text("memory-idle.status"))
+    assert parts == procfs.ResidentParts(anon_kb=1524, file_kb=9508)
+    assert (parts.anon_mb, parts.file_mb) == (1.5, 9.3)
+    assert procfs.resident_parts("VmRSS:\t 11032 kB\nRssAnon:\t 1524 kB\n") is None
+
+
 def test_metric_samples():
     metrics = fixture_text("metrics-many.txt")
     assert prometheus.sample(metrics, 'fleet_token_proxy_provider_requests_total{outcome="success"}') == 200

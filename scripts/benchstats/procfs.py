@@ -47,3 +47,33 @@ def rss_kb(status: str) -> int | None:
     """VmRSS, in kB, from the text of /proc/PID/status; None when absent."""
     match = _VMRSS.search(status)
     return int(match.group(1)) if match else None
+
+
+@dataclass(frozen=True)
+class ResidentParts:
+    """The resident set split as /proc/PID/status splits it, in kB: anonymous memory (heap,
+    stacks: what the process made) and file-backed pages (the mapped binary and libraries, which
+    the kernel can drop and read again), which move for different reasons."""
+
+    anon_kb: int
+    file_kb: int
+
+    @property
+    def anon_mb(self) -> float:
+        return round(self.anon_kb / 1024, 1)
+
+    @property
+    def file_mb(self) -> float:
+        return round(self.file_kb / 1024, 1)
+
+
+_RSS_ANON = re.compile(r"^RssAnon:\s+([0-9]+)\s+kB", re.MULTILINE)
+_RSS_FILE = re.compile(r"^RssFile:\s+([0-9]+)\s+kB", re.MULTILINE)
+
+
+def resident_parts(status: str) -> ResidentParts | None:
+    """RssAnon and RssFile from the text of /proc/PID/status; None when either is absent."""
+    anon, file = _RSS_ANON.search(status), _RSS_FILE.search(status)
+    if not anon or not file:
+        return None
+    return ResidentParts(anon_kb=int(anon.group(1)), file_kb=int(file.group(1)))

@@ -70,6 +70,8 @@ class RowResult:
 class Memory:
     status: str
     idle_kb: int | None = None
+    # The idle resident set's anonymous and file-backed parts.
+    idle_parts: procfs.ResidentParts | None = None
     entity_bytes: int | None = None
     token_bytes: int | None = None
 
@@ -251,7 +253,7 @@ class ResultsDir:
         idle = self.text("memory-idle.status")
         if idle is None:
             return Memory("not run")
-        memory = Memory("ok", idle_kb=procfs.rss_kb(idle))
+        memory = Memory("ok", idle_kb=procfs.rss_kb(idle), idle_parts=procfs.resident_parts(idle))
         entities = self.settings.integer("MEMORY_ENTITIES") or 0
         walk = wrk.parse_walk(self.text("walk-memory.txt") or "")
         if walk is None:

@@ -112,6 +112,8 @@ class Report:
         if memory.idle_kb is None:
             return f"{'memory':<18} {memory.status}"
         text = f"{'memory':<18} {memory.status}: idle RSS {memory.idle_mb:.1f} MB"
+        if memory.idle_parts is not None:
+            text += f" (anonymous {memory.idle_parts.anon_mb:.1f}, file-backed {memory.idle_parts.file_mb:.1f})"
         if memory.entity_bytes is not None:
             text += (f"; {self.settings.get('MEMORY_ENTITIES')} entities: {memory.entity_bytes} B each, "
                      f"of which the token {memory.token_bytes} B")

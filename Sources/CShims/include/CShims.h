@@ -19,3 +19,7 @@ void fte_ssl_ctx_set_client_session_cache(SSL_CTX *ctx);
 /// SSL_clear_mode is a macro: one busy, long-lived connection keeps its record buffers
 /// (SSL_MODE_RELEASE_BUFFERS off) and reads ahead.
 void fte_ssl_keep_buffers_read_ahead(SSL *ssl);
+/// The git revision the shipped binary was built from, or "unknown" (Sources/CShims/BuildStamp.c).
+const char *fte_build_revision(void);
+/// The Swift toolchain that built it (`swift --version`), or "unknown".
+const char *fte_build_swift_version(void);

@@ -49,6 +49,7 @@ final class ProxyMetrics {
     static let upstreamPings = "fleet_token_proxy_upstream_pings_total"
     static let upstreamPingRoundTrip = "fleet_token_proxy_upstream_ping_rtt_seconds"
     static let upstreamGoAways = "fleet_token_proxy_upstream_goaways_total"
+    static let buildInfo = "fleet_token_proxy_build_info"
 
     /// How a connection to Fleet Engine speaks, for `…_upstream_connections_opened_total{protocol}`.
     enum UpstreamProtocol: String, CaseIterable {
@@ -123,8 +124,15 @@ final class ProxyMetrics {
                     label: Self.tlsHandshakes, dimensions: [("peer", peer.rawValue), ("resumed", String(resumed))], factory: factory)
             }
         }
+        // GOAWAY NO_ERROR, there from the start as the handshakes are: the family a dashboard or an
+        // alert queries exists before Fleet Engine first sends one.
+        goAways["0"] = Counter(label: Self.upstreamGoAways, dimensions: [("code", "0")], factory: factory)
         entities?.record(0)
         connections?.record(0)
+        // Always 1, as Prometheus exporters do: the labels say which build answers the scrape,
+        // and a query can join them onto any other series.
+        Gauge(label: Self.buildInfo, dimensions: [("version", BuildInfo.version), ("revision", BuildInfo.revision)],
+              factory: factory).record(1)
     }
 
     /// Metrics in the registry `MetricsSystem` was bootstrapped with, once per process, so that
@@ -259,10 +267,10 @@ final class ProxyMetrics {
         bufferedLimit?.record(limit)
     }
 
-    /// The Prometheus text exposition (format 0.0.4) of everything recorded.
+    /// The Prometheus text exposition (format 0.0.4) of everything recorded, with HELP lines.
     func exposition() -> [UInt8] {
         var buffer: [UInt8] = []
         registry?.emit(into: &buffer)
-        return buffer
+        return MetricHelp.addingHelp(to: buffer)
     }
 }
