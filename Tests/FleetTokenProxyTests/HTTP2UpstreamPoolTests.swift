@@ -153,9 +153,9 @@ final class SilentCall: UpstreamExchangeDelegate {
 
     func appendRequestFields(to list: inout H2HeaderList) {}
     func writeRequestHead(host: String, framing: H1MessageTranslation.RequestFraming, to out: inout HeadWriter) {}
-    func pullRequestBody(upTo max: Int, into buffer: borrowing EventBuffer) -> RequestBodyPull { .bytes(0, end: true) }
+    func pullRequestBody(upTo max: Int, _ take: (ByteView) -> Void) -> RequestBodyPull { .bytes(0, end: true) }
     func upstreamHeaderBlock(_ head: AnswerHead, endStream: Bool) {}
-    func upstreamData(_ bytes: borrowing EventBuffer) {}
+    func upstreamData(_ bytes: ByteView) {}
     func upstreamDataEnded() {}
     func upstreamClosed(_ end: UpstreamEnd) { ended = end }
 }

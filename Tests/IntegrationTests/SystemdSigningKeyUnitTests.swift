@@ -12,7 +12,8 @@ final class SystemdSigningKeyUnitTests: XCTestCase {
         let shipped = try String(contentsOf: SystemdUnitTests.unitDirectory.appendingPathComponent("fleet-token-proxy.service"), encoding: .utf8)
         let commented = ["#LoadCredential=signing-key:/etc/fleet-token-proxy/signing-key.json",
                          "#Environment=FLEET_TOKEN_PROXY_SIGNER=key-file:%d/signing-key"]
-        var service = shipped.replacingOccurrences(of: "ExecStart=/usr/bin/fleet-token-proxy", with: "ExecStart=\(SidecarProcess.binary.path)")
+        // verify checks that ExecStart= and ExecReload= are executable (as SystemdUnitTests).
+        var service = shipped.replacingOccurrences(of: "=/usr/bin/fleet-token-proxy serve", with: "=\(SidecarProcess.binary.path) serve")
         for line in commented {
             XCTAssertTrue(service.contains(line + "\n"), "the unit shows \(line)")
             service = service.replacingOccurrences(of: line + "\n", with: String(line.dropFirst()) + "\n")

@@ -70,36 +70,11 @@ struct EventBuffer: ~Copyable {
         evbuffer_prepend_buffer(pointer, other.pointer)
     }
 
-    /// Moves every byte of `other` to the back of this buffer (chains move; nothing is
-    /// copied); returns how many.
-    @discardableResult
-    func append(movingAllOf other: borrowing EventBuffer) -> Int {
-        let n = other.count
-        if n > 0 { evbuffer_add_buffer(pointer, other.pointer) }
-        return n
-    }
-
-    /// Moves up to `count` bytes from the front to the back of `other` (chains move; nothing
-    /// is copied); returns how many.
-    @discardableResult
-    func move(_ count: Int, to other: borrowing EventBuffer) -> Int {
-        guard count > 0 else { return 0 }
-        return max(Int(evbuffer_remove_buffer(pointer, other.pointer, count)), 0)
-    }
-
-    /// Appends a copy of the first `limit` bytes of `other` (all when negative), which keeps
-    /// them.
-    func add(copyOf other: borrowing EventBuffer, limit: Int = -1) {
-        forEachChain(of: other.pointer, limit: limit) { piece in
-            add(piece)
-            return true
-        }
-    }
-
-    /// Calls `body` with each contiguous piece, in order, until it returns false; nothing is
-    /// consumed. The pieces are valid only inside `body`, which must not change the buffer.
-    func forEachPiece(_ body: (ByteView) -> Bool) {
-        forEachChain(of: pointer) { piece in
+    /// Calls `body` with each contiguous piece of the first `limit` bytes (all when negative),
+    /// in order, until it returns false; nothing is consumed. The pieces are valid only inside
+    /// `body`, which must not change the buffer.
+    func forEachPiece(limit: Int = -1, _ body: (ByteView) -> Bool) {
+        forEachChain(of: pointer, limit: limit) { piece in
             body(ByteView(piece))
         }
     }

@@ -134,8 +134,8 @@ final class H1ClientCall: UpstreamExchangeDelegate {
         }
     }
 
-    func pullRequestBody(upTo max: Int, into buffer: borrowing EventBuffer) -> RequestBodyPull {
-        connection?.pullRequestBody(self, upTo: max, into: buffer) ?? .bytes(0, end: true)
+    func pullRequestBody(upTo max: Int, _ take: (ByteView) -> Void) -> RequestBodyPull {
+        connection?.pullRequestBody(self, upTo: max, take) ?? .bytes(0, end: true)
     }
 
     // MARK: UpstreamExchangeDelegate — the answer, handed to the connection
@@ -144,10 +144,10 @@ final class H1ClientCall: UpstreamExchangeDelegate {
         connection?.upstreamHeaderBlock(self, head, endStream: endStream)
     }
 
-    func upstreamData(_ bytes: borrowing EventBuffer) {
+    func upstreamData(_ bytes: ByteView) {
         guard let connection else {
             // A call that ended takes nothing: the bytes go back as credit.
-            upstream?.responseTaken(count: bytes.drainAll())
+            upstream?.responseTaken(count: bytes.count)
             return
         }
         connection.upstreamData(self, bytes)

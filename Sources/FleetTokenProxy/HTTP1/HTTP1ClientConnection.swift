@@ -433,7 +433,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
                                                 highWater: core.limits.bufferHighWater)
         }
         // A start that failed at once was reported already: the call moved on without it.
-        guard inFlight === call, call.sendsStarted == send, exchange.isAwaitingAnswer else { return }
+        guard inFlight === call, call.sendsStarted == send else { return }
         call.upstream = upstream
         if !call.requestHasBody { requestSent() }
     }
@@ -454,10 +454,10 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
 
     // MARK: The request, as the upstream exchange pulls it
 
-    /// Moves request body bytes to the upstream exchange: from what is held, or from the
+    /// Hands request body bytes to the upstream exchange: from what is held, or from the
     /// input up to the rest of this request's Content-Length (a pipelined request behind it
     /// stays in the input). The last of them means the request has left.
-    func pullRequestBody(_ call: H1ClientCall, upTo max: Int, into buffer: borrowing EventBuffer) -> RequestBodyPull {
+    func pullRequestBody(_ call: H1ClientCall, upTo max: Int, _ take: (ByteView) -> Void) -> RequestBodyPull {
         guard inFlight === call else { return .bytes(0, end: true) }
         let count: Int
         let end: Bool
@@ -465,12 +465,17 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
         case .held:
             let from = call.heldBytesSent
             count = min(max, call.held.count - from)
-            if count > 0 { call.held.withUnsafeBytes { buffer.add(UnsafeRawBufferPointer(rebasing: $0[from..<(from + count)])) } }
+            if count > 0 { call.held.withUnsafeBufferPointer { take(ByteView($0[from..<(from + count)])) } }
             call.heldBytesSent += count
             end = call.heldBytesSent == call.held.count
         case .remaining(let n):
-            count = transport.removeInput(min(n, max), into: buffer)
+            count = min(n, max, transport.inputLength)
             if count == 0 && n > 0 { return .wait }
+            transport.forEachInputChain(limit: count) { piece in
+                take(ByteView(piece))
+                return true
+            }
+            transport.drainInput(count)
             call.body = .remaining(n - count)
             call.streamedBytesSent += count
             end = n - count == 0
@@ -495,7 +500,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
     func upstreamHeaderBlock(_ call: H1ClientCall, _ head: AnswerHead, endStream: Bool) {
         guard inFlight === call else { return }
         if call.relayFraming == nil, exchange.isAwaitingAnswer {
-            guard let status = head.status else {
+            guard let status = head.facts.status else {
                 answerFailed(call, exchange.responseFailed(.upstreamUnavailable("Fleet Engine answered without a valid :status")))
                 return
             }
@@ -574,10 +579,9 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
     /// Answer body bytes (de-chunked by the upstream half): written to the client in the
     /// relay's framing (each piece a chunk when chunked), credited back to the upstream as the
     /// client takes them. Bytes nobody relays (a 401's body) are credited at once.
-    func upstreamData(_ call: H1ClientCall, _ bytes: borrowing EventBuffer) {
+    func upstreamData(_ call: H1ClientCall, _ bytes: ByteView) {
         let count = bytes.count
         guard inFlight === call, exchange.isRelaying, let framing = call.relayFraming else {
-            bytes.drainAll()
             call.upstream?.responseTaken(count: count)
             return
         }
@@ -588,14 +592,20 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
                 out.write(String(count, radix: 16))
                 out.write(literal: "\r\n")
             }, use: { corked.add($0) })
-            corked.append(movingAllOf: bytes)
+            corked.add(bytes)
             corked.add(ByteView("\r\n"))
+            uncork()
         case .contentLength, .dechunked, .untilClose:
-            corked.append(movingAllOf: bytes)
+            // Behind the corked head (one write), or straight to the client once it is out.
+            if corked.isEmpty {
+                transport.write(bytes.raw)
+            } else {
+                corked.add(bytes)
+                uncork()
+            }
         case .none:
-            bytes.drainAll()
+            break
         }
-        uncork()
         if transport.outputLength > core.limits.bufferHighWater {
             call.owedCredit += count
         } else {

@@ -106,16 +106,17 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
             pool.release(connection, reusable: true)
             return
         }
-        // The held body crosses in the pool's buffer, emptied on the way out.
-        defer { pool.crossing.drainAll() }
-        let whole = !delegate.requestHasBody || pullHeld(from: delegate, into: pool.crossing)
-        let heldCount = pool.crossing.count
+        // The held body crosses in the pool's buffer, emptied once it is written (or refused).
+        let hasBody = delegate.requestHasBody
+        let whole = !hasBody || pullHeld(from: delegate)
+        let heldCount = hasBody ? pool.crossing.count : 0
         var framing = H1MessageTranslation.framing(wholeBody: whole ? heldCount : nil, declaredLength: delegate.requestDeclaredLength)
         if case .success(.contentLength(let n)) = framing, heldCount > n {
             framing = .failure(.malformedRequest("the request body is longer than its content-length"))
         }
         switch framing {
         case .failure(let failure):
+            pool.crossing.drainAll()
             pool.release(connection, reusable: true)
             end(.failed(failure))
         case .success(let framing):
@@ -128,24 +129,25 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
             // Head and held body in one write: one packet, one wake-up of the upstream.
             HeadWriter.withBytes({ out in
                 delegate.writeRequestHead(host: host, framing: framing, to: &out)
-                if framing == .chunked && heldCount > 0 { Self.writeChunkHeader(heldCount, to: &out) }
+                guard heldCount > 0 else { return }
+                if framing == .chunked { Self.writeChunkHeader(heldCount, to: &out) }
                 pool.crossing.forEachPiece { out.write($0.buffer); return true }
-                if framing == .chunked && heldCount > 0 { out.write(literal: "\r\n") }
+                if framing == .chunked { out.write(literal: "\r\n") }
             }, use: { bytes in
                 guard holdLastByte, let last = bytes.last else { return connection.send(bytes) }
                 connection.send(UnsafeRawBufferPointer(rebasing: bytes.dropLast()))
                 heldLastByte = last
             })
-            pool.crossing.drainAll()
-            pumpRequestBody()
+            if heldCount > 0 { pool.crossing.drainAll() }
+            if !whole { pumpRequestBody() }
         }
     }
 
-    /// Pulls the body the client half holds into `held`, up to about `ReplayPolicy.bodyBound`:
-    /// true when that is all of it.
-    private func pullHeld(from delegate: UpstreamExchangeDelegate, into held: borrowing EventBuffer) -> Bool {
-        while held.count < ReplayPolicy.bodyBound {
-            switch delegate.pullRequestBody(upTo: Self.pullBytes, into: held) {
+    /// Pulls the body the client half holds into the pool's crossing buffer, up to about
+    /// `ReplayPolicy.bodyBound`: true when that is all of it.
+    private func pullHeld(from delegate: UpstreamExchangeDelegate) -> Bool {
+        while pool.crossing.count < ReplayPolicy.bodyBound {
+            switch delegate.pullRequestBody(upTo: Self.pullBytes, { pool.crossing.add($0) }) {
             case .wait: return false
             case .bytes(_, let end): if end { return true }
             }
@@ -159,7 +161,7 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
     private func pumpRequestBody() {
         defer { pool.crossing.drainAll() }
         while !requestEnded, let connection, let delegate, connection.outputLength <= highWater {
-            switch delegate.pullRequestBody(upTo: Self.pullBytes, into: pool.crossing) {
+            switch delegate.pullRequestBody(upTo: Self.pullBytes, { pool.crossing.add($0) }) {
             case .wait:
                 return
             case .bytes(_, let end):
@@ -264,7 +266,10 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
     func responseBody(_ payload: borrowing EventBuffer, from connection: HTTP1UpstreamConnection) {
         guard connection === self.connection, let delegate else { return }
         responseDelivered += payload.count
-        delegate.upstreamData(payload)
+        payload.forEachPiece { piece in
+            delegate.upstreamData(piece)
+            return self.delegate != nil // cancelled meanwhile: nothing more is reported
+        }
         guard self.connection === connection, !readingPaused, responseDelivered - responseTaken > Self.responseBound else { return }
         readingPaused = true
         connection.pauseReading()

@@ -115,15 +115,15 @@ final class H2ClientCall: UpstreamExchangeDelegate {
     var requestToken: String { token ?? "" }
     var requestHasBody: Bool { !state.requestEnded || !requestBody.isEmpty }
 
-    func pullRequestBody(upTo max: Int, into buffer: borrowing EventBuffer) -> RequestBodyPull {
-        connection?.pullRequestBody(self, upTo: max, into: buffer) ?? .bytes(0, end: true)
+    func pullRequestBody(upTo max: Int, _ take: (ByteView) -> Void) -> RequestBodyPull {
+        connection?.pullRequestBody(self, upTo: max, take) ?? .bytes(0, end: true)
     }
 
     func upstreamHeaderBlock(_ head: AnswerHead, endStream: Bool) {
         connection?.upstreamHeaderBlock(self, head, endStream: endStream)
     }
 
-    func upstreamData(_ bytes: borrowing EventBuffer) {
+    func upstreamData(_ bytes: ByteView) {
         connection?.upstreamData(self, bytes)
     }
 

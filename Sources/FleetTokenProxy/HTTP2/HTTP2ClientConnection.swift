@@ -599,19 +599,23 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
 
     // MARK: What the upstream exchange reports (through the call, its delegate)
 
-    /// The upstream exchange wants request body bytes: moved to `buffer`, a copy kept while the
-    /// call's machine says so (for a resend).
-    func pullRequestBody(_ call: H2ClientCall, upTo max: Int, into buffer: borrowing EventBuffer) -> RequestBodyPull {
+    /// The upstream exchange wants request body bytes: handed over from the front of the
+    /// call's buffer, a copy kept while the call's machine says so (for a resend).
+    func pullRequestBody(_ call: H2ClientCall, upTo max: Int, _ take: (ByteView) -> Void) -> RequestBodyPull {
         let n = min(max, call.requestBody.count)
         let action = call.state.requestBodyRead(count: n, remaining: call.requestBody.count - n)
         if n > 0 {
+            let keepCopy: Bool
             switch action {
-            case .send(let keepCopy), .end(let keepCopy):
-                if keepCopy { call.sentCopy.add(copyOf: call.requestBody, limit: n) }
-            case .wait:
-                break
+            case .send(let keep), .end(let keep): keepCopy = keep
+            case .wait: keepCopy = false
             }
-            call.requestBody.move(n, to: buffer)
+            call.requestBody.forEachPiece(limit: n) { piece in
+                take(piece)
+                if keepCopy { call.sentCopy.add(piece) }
+                return true
+            }
+            call.requestBody.drain(n)
             requestBytesForwarded(call, count: n)
         }
         switch action {
@@ -633,10 +637,9 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
     func upstreamHeaderBlock(_ call: H2ClientCall, _ head: AnswerHead, endStream: Bool) {
         // The facts the call's machine decides on: an interim 1xx head; a trailers-only gRPC
         // UNAUTHENTICATED or an HTTP 401.
-        let status = head.status
+        let (status, unauthenticated) = head.facts
         let informational = status.map { $0 < 200 } ?? false
-        switch call.state.upstreamHeaderBlock(endStream: endStream, informational: informational,
-                                              unauthenticated: head.isUnauthenticated(status: status)) {
+        switch call.state.upstreamHeaderBlock(endStream: endStream, informational: informational, unauthenticated: unauthenticated) {
         case .skipInterim?:
             break
         case .retryWithFreshToken?:
@@ -661,15 +664,15 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         }
     }
 
-    func upstreamData(_ call: H2ClientCall, _ bytes: borrowing EventBuffer) {
+    func upstreamData(_ call: H2ClientCall, _ bytes: ByteView) {
         switch call.state.responseBytes(now: core.clock.monotonicNow) {
         case .keep(let resume, let armTimerAt):
-            call.responseBody.append(movingAllOf: bytes)
+            call.responseBody.add(bytes)
             if resume { session.resumeData(stream: call.clientStream) }
             if let armTimerAt { armTimer(call, at: armTimerAt) }
             flushSoon()
         case .drop:
-            call.upstream?.responseTaken(count: bytes.drainAll())
+            call.upstream?.responseTaken(count: bytes.count)
         }
     }
 

@@ -22,9 +22,6 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     private var flushWakeup: LoopWakeup!
     /// Scratch list for request heads (reused, not allocated per call).
     private var outgoingHead = H2HeaderList()
-    /// Where body bytes cross to and from the client halves (`UpstreamExchangeDelegate`):
-    /// one buffer for the connection's life, empty between crossings.
-    private let crossing = EventBuffer()
     private let loop: EventLoop
     let id: Int
     /// Most streams this side opens at once, and each stream's receive window.
@@ -307,9 +304,7 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         session?.consumeConnection(count: bytes.count)
         exchange.received(count: bytes.count)
         credit(exchange)
-        crossing.add(bytes)
-        delegate.upstreamData(crossing)
-        crossing.drainAll()
+        delegate.upstreamData(ByteView(bytes))
     }
 
     func h2DataEnded(stream: Int32) {
@@ -331,11 +326,16 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
 
     func h2ReadBody(stream: Int32, into buffer: UnsafeMutableRawBufferPointer) -> H2BodyRead {
         guard let exchange = streams[stream], let delegate = exchange.delegate else { return .bytes(0, end: true, trailers: false) }
-        let pulled = delegate.pullRequestBody(upTo: buffer.count, into: crossing)
-        let count = crossing.remove(into: buffer)
-        crossing.drainAll()
+        // The pieces are copied into nghttp2's frame, never past its end.
+        var filled = 0
+        let pulled = delegate.pullRequestBody(upTo: buffer.count) { piece in
+            let n = min(piece.count, buffer.count - filled)
+            guard n > 0 else { return }
+            UnsafeMutableRawBufferPointer(rebasing: buffer[filled..<(filled + n)]).copyMemory(from: UnsafeRawBufferPointer(rebasing: piece.raw[..<n]))
+            filled += n
+        }
         switch pulled {
-        case .bytes(_, let end): return .bytes(count, end: end, trailers: false)
+        case .bytes(_, let end): return .bytes(filled, end: end, trailers: false)
         case .wait: return .deferred
         }
     }

@@ -13,33 +13,31 @@ enum AnswerHead {
     /// An HTTP/2 header block: a head with its `:status`, or trailers.
     case http2(H2HeaderList)
 
-    /// The status, nil when there is not exactly one valid `:status` (trailers; a malformed
-    /// HTTP/2 head).
-    var status: Int? {
+    /// What the call machines decide on, read in one walk of the fields: the status (nil when
+    /// there is not exactly one valid `:status`: trailers, a malformed HTTP/2 head), and whether
+    /// the upstream refused the call's token: HTTP 401, or gRPC status 16 (UNAUTHENTICATED) in a
+    /// trailers-only answer (docs/CONTRACT.md §4).
+    var facts: (status: Int?, unauthenticated: Bool) {
         switch self {
         case .http1(let head, _):
-            return head.status
+            return (head.status, head.status == 401)
         case .http2(let fields):
             var status: Int?
             var statusFields = 0
+            var grpcUnauthenticated = false
             fields.forEach { name, value in
                 if name == ":status" {
                     statusFields += 1
                     status = value.count == 3 ? H2MessageTranslation.decimal(value).flatMap { $0 >= 100 ? $0 : nil } : nil
+                } else if name == "grpc-status" && value == "16" {
+                    grpcUnauthenticated = true
                 }
                 return true
             }
             // RFC 9113 §8.3.2: exactly one :status.
-            return statusFields == 1 ? status : nil
+            let valid = statusFields == 1 ? status : nil
+            return (valid, valid == 401 || grpcUnauthenticated)
         }
-    }
-
-    /// Whether the upstream refused the call's token: HTTP 401, or gRPC status 16
-    /// (UNAUTHENTICATED) in a trailers-only answer (docs/CONTRACT.md §4).
-    func isUnauthenticated(status: Int?) -> Bool {
-        if status == 401 { return true }
-        guard case .http2(let fields) = self else { return false }
-        return fields.firstNonNil { name, value in name == "grpc-status" && value == "16" ? true : nil } ?? false
     }
 
     /// How the answer's body is framed for the client of a request with `method`, and the

@@ -1,8 +1,8 @@
 /// The client half of a call, as the upstream half paired with it sees it: where the request
 /// comes from and where the answer goes. Protocol-neutral (see `UpstreamExchange`): each client
 /// half writes its own request for either upstream protocol (`appendRequestFields`,
-/// `writeRequestHead`), the answer's header blocks arrive as `AnswerHead`, bodies move as
-/// `EventBuffer`s both ways, and no raw pointer crosses.
+/// `writeRequestHead`), the answer's header blocks arrive as `AnswerHead`, bodies cross as
+/// `ByteView`s lent for the call that hands them over, and no raw pointer crosses.
 ///
 /// The upstream half reports facts only (a header block arrived, the exchange closed and
 /// how); what they mean for the call (an interim head, trailers, a resend, a retry with a fresh
@@ -27,15 +27,15 @@ protocol UpstreamExchangeDelegate: AnyObject {
     /// Request body bytes follow the head (they may not have arrived yet).
     var requestHasBody: Bool { get }
 
-    /// Moves up to `max` request body bytes to the back of `buffer` for the upstream.
-    func pullRequestBody(upTo max: Int, into buffer: borrowing EventBuffer) -> RequestBodyPull
+    /// Hands up to `max` request body bytes to `take`, in order and in as many pieces as they
+    /// are held in, and counts them as sent; `.bytes` says how many in all.
+    func pullRequestBody(upTo max: Int, _ take: (ByteView) -> Void) -> RequestBodyPull
 
     /// A header block of the answer: its head, an interim head, or its trailers.
     /// Lent for the call only: copy what is kept.
     func upstreamHeaderBlock(_ head: AnswerHead, endStream: Bool)
-    /// Response body bytes: the delegate takes every one of them out of `bytes` before it
-    /// returns.
-    func upstreamData(_ bytes: borrowing EventBuffer)
+    /// Response body bytes, lent for the call only: copy what is kept.
+    func upstreamData(_ bytes: ByteView)
     /// The answer's body ended (no trailers).
     func upstreamDataEnded()
     /// The exchange is over; nothing more is reported.
