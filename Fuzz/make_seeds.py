@@ -207,6 +207,16 @@ ADC_FILES = [
 ]
 for f in ADC_FILES:
     write("adc-file", json.dumps(f, indent=2))
+IMPERSONATION_URL = f"https://iamcredentials.googleapis.com/v1/projects/-/serviceAccounts/fleet-admin@{P}.iam.gserviceaccount.com:generateAccessToken"
+IMPERSONATED = {"type": "impersonated_service_account", "service_account_impersonation_url": IMPERSONATION_URL,
+                "delegates": [], "quota_project_id": P, "source_credentials": {k: v for k, v in USER.items() if k != "quota_project_id"}}
+IMPERSONATED_FILES = [
+    IMPERSONATED, dict(IMPERSONATED, source_credentials=KEY), dict(IMPERSONATED, delegates=[f"projects/-/serviceAccounts/hop@{P}.iam.gserviceaccount.com"]),
+    dict(IMPERSONATED, service_account_impersonation_url=IMPERSONATION_URL.replace(":generateAccessToken", ":signJwt")),
+    dict(IMPERSONATED, source_credentials={"type": "external_account"}), dict(IMPERSONATED, delegates="x"),
+]
+for f in IMPERSONATED_FILES:
+    write("adc-file", json.dumps(f, indent=2))
 
 
 # IAM signJwt answers (--signer iam:EMAIL): IAM writes the header (RS256, kid = keyId).
@@ -242,6 +252,20 @@ ID_ANSWERS = [
 ]
 for a in ID_ANSWERS:
     write("id-token-answer", a)
+write("id-token-answer", json.dumps({"token": signed_jwt(claims=ID_CLAIMS)}))
+
+# Impersonation (impersonated_service_account ADC files): IAM generateAccessToken's answers,
+# read at the invariant's fixed now, 2026-01-01T00:00:00Z.
+GENERATED = {"accessToken": "ya29.c.impersonated-made-up", "expireTime": "2026-01-01T01:00:00Z"}
+GENERATED_ANSWERS = [
+    GENERATED, dict(GENERATED, expireTime="2026-01-01T00:59:59.5+00:00"), dict(GENERATED, expireTime="2026-01-01T01:00:00-01:00"),
+    dict(GENERATED, expireTime="2025-12-31T23:00:00Z"), dict(GENERATED, expireTime="2026-01-02T01:00:00Z"),
+    dict(GENERATED, expireTime=1767229200), dict(GENERATED, accessToken="ya29 with space"), {"expireTime": "2026-01-01T01:00:00Z"},
+    dict(GENERATED, expireTime="2026-02-30T01:00:00Z"),
+    {"error": {"code": 403, "message": "Permission 'iam.serviceAccounts.getAccessToken' denied", "status": "PERMISSION_DENIED"}},
+]
+for a in GENERATED_ANSWERS:
+    write("generate-access-token-answer", json.dumps(a))
 
 
 # HTTP/2 answer heads as field lists (per field: name length, value length, name, value), for

@@ -2,8 +2,9 @@ import FleetTokenProxy
 
 /// Google's credential endpoints on one loopback port (docs/CONTRACT.md §4a), so they share
 /// which access tokens are valid: the OAuth token endpoint (`POST /token`, JWT-bearer and
-/// refresh-token grants), the metadata server's token path, and IAM's `signJwt`
-/// (`POST /v1/projects/-/serviceAccounts/EMAIL:signJwt`). Each checks
+/// refresh-token grants), the metadata server's token path, and IAM's `signJwt`,
+/// `generateAccessToken` and `generateIdToken` (`POST
+/// /v1/projects/-/serviceAccounts/EMAIL:METHOD`, impersonation). Each checks
 /// what Google's checks: the assertion's RS256 signature, `aud`, `exp` and scope; the client
 /// secret and refresh token; the `Metadata-Flavor` header; the bearer token. `failure` makes
 /// them refuse or fail, for the error rows.
@@ -31,6 +32,9 @@ package final class StandInGoogle {
     package var tokenURI = ""
     package var tokenLifetime: Double = 3600
     package var failure: Failure?
+    /// Whether metadata answers say `Metadata-Flavor: Google`; false plays another server at
+    /// `GCE_METADATA_HOST`, which the sidecar must not believe.
+    package var saysMetadataFlavor = true
     /// How the next `signJwt` calls go wrong (`refuse` answers in Google APIs' error shape).
     package var signJwtFailure: Failure?
     package private(set) var signJwtRequests = 0
@@ -42,6 +46,20 @@ package final class StandInGoogle {
     package private(set) var metadataRequests = 0
     /// `x-goog-user-project` values seen on IAM calls.
     package private(set) var quotaProjects: [String] = []
+    /// `x-goog-user-project` values seen where tokens are made (token endpoint, metadata
+    /// server), where Google's libraries never send one.
+    package private(set) var tokenQuotaProjects: [String] = []
+    /// How the next `generateAccessToken` / `generateIdToken` calls go wrong.
+    package var impersonationFailure: Failure?
+    package private(set) var generateAccessTokenRequests = 0
+    package private(set) var generateIdTokenRequests = 0
+    /// The `delegates` and `lifetime` of the last `generateAccessToken` call.
+    package private(set) var lastDelegates: [String] = []
+    package private(set) var lastLifetime: String?
+    /// Access tokens `generateAccessToken` handed out (also in `validTokens`).
+    package private(set) var impersonatedTokens: Set<String> = []
+    /// The bearer token of the last `signJwt` call.
+    package private(set) var lastSignJwtBearer: String?
     /// Access tokens handed out and not revoked.
     package private(set) var validTokens: Set<String> = []
     /// ID tokens handed out, by audience, for the stand-in provider to check.
@@ -74,9 +92,10 @@ package final class StandInGoogle {
     private func handle(_ request: HTTPRequest, _ respond: @escaping (HTTPResponse) -> Void) {
         // Google's metadata server names itself on every answer; a probe looks for it.
         let isMetadata = request.path.hasPrefix("/computeMetadata/")
+        if isMetadata || request.path == "/token", let quota = request.headers["x-goog-user-project"] { tokenQuotaProjects.append(quota) }
         let respond: (HTTPResponse) -> Void = { response in
             var response = response
-            if isMetadata { response.headers.add("Metadata-Flavor", "Google") }
+            if isMetadata && self.saysMetadataFlavor { response.headers.add("Metadata-Flavor", "Google") }
             respond(response)
         }
         switch (request.method, String(request.path)) {
@@ -109,6 +128,12 @@ package final class StandInGoogle {
                 return respond(HTTPResponse(status: 403, headers: ["Content-Type": "text/html"], body: Array("Missing Metadata-Flavor:Google header.".utf8)))
             }
             answerToken(respond)
+        case ("POST", let path) where path.hasPrefix(Self.signJwtPrefix) && path.hasSuffix(":generateAccessToken"):
+            generateAccessTokenRequests += 1
+            respond(impersonate(as: String(path.dropFirst(Self.signJwtPrefix.count).dropLast(":generateAccessToken".count)), request, idToken: false))
+        case ("POST", let path) where path.hasPrefix(Self.signJwtPrefix) && path.hasSuffix(":generateIdToken"):
+            generateIdTokenRequests += 1
+            respond(impersonate(as: String(path.dropFirst(Self.signJwtPrefix.count).dropLast(":generateIdToken".count)), request, idToken: true))
         case ("POST", let path) where path.hasPrefix(Self.signJwtPrefix) && path.hasSuffix(":signJwt"):
             signJwtRequests += 1
             let email = String(path.dropFirst(Self.signJwtPrefix.count).dropLast(":signJwt".count))
@@ -181,7 +206,7 @@ package final class StandInGoogle {
 
     /// A Google-signed ID token for `audience` (`iss` accounts.google.com, `aud`, `email`), as
     /// JSON from the token endpoint or as text from the metadata server.
-    private func idTokenAnswer(for audience: String, json: Bool) -> HTTPResponse {
+    private func idTokenAnswer(for audience: String, json: Bool, member: String = "id_token") -> HTTPResponse {
         let now = Int(wallClock())
         let header = JSONish.object(["alg": .string("RS256"), "kid": .string(account.keyPair.keyID), "typ": .string("JWT")]).jsonText
         let claims = JSONish.object([
@@ -192,7 +217,7 @@ package final class StandInGoogle {
         guard let signature = try? account.keyPair.sign(Array(input.utf8)) else { return Self.oauthError(500, "internal", "could not sign") }
         let token = input + "." + Base64URL.encode(signature)
         idTokens[token] = audience
-        if json { return .json(200, JSONish.object(["id_token": .string(token)]).jsonText) }
+        if json { return .json(200, JSONish.object([member: .string(token)]).jsonText) }
         return HTTPResponse(status: 200, headers: ["Content-Type": "text/html"], body: Array(token.utf8))
     }
 
@@ -206,6 +231,7 @@ package final class StandInGoogle {
         guard let bearer, validTokens.contains(bearer) else {
             return Self.apiError(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
         }
+        lastSignJwtBearer = bearer
         if let quota = request.headers["x-goog-user-project"] { quotaProjects.append(quota) }
         switch signJwtFailure {
         case .refuse(let status, _, let description)?:
@@ -239,6 +265,76 @@ package final class StandInGoogle {
         return .json(200, JSONish.object([
             "keyId": .string(account.keyPair.keyID), "signedJwt": .string(input + "." + Base64URL.encode(signature)),
         ]).jsonText)
+    }
+
+    /// IAM `generateAccessToken` / `generateIdToken` as `email`: the bearer token must be one
+    /// this stand-in handed out, the account its own; an access token needs a scope and at
+    /// most an hour (IAM's limit without an organisation policy), an ID token an audience.
+    private func impersonate(as email: String, _ request: HTTPRequest, idToken: Bool) -> HTTPResponse {
+        let bearer = request.headers["Authorization"].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+        guard let bearer, validTokens.contains(bearer) else {
+            return Self.apiError(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
+        }
+        if let quota = request.headers["x-goog-user-project"] { quotaProjects.append(quota) }
+        switch impersonationFailure {
+        case .refuse(let status, _, let description)?:
+            return Self.apiError(status, status == 403 ? "PERMISSION_DENIED" : "INVALID_ARGUMENT", description)
+        case .status(let status)?:
+            return Self.apiError(status, "UNAVAILABLE", "The service is currently unavailable.")
+        case .garbage?:
+            return .json(200, #"{"expireTime": "2030-01-01T00:00:00Z"}"#)
+        case .delay?, nil:
+            break
+        }
+        guard email == account.email else {
+            return Self.apiError(403, "PERMISSION_DENIED", "Permission 'iam.serviceAccounts.getAccessToken' denied on resource (or it may not exist).")
+        }
+        guard case .object(let body)? = JSONish.parse(request.body) else {
+            return Self.apiError(400, "INVALID_ARGUMENT", "Invalid JSON payload received.")
+        }
+        if case .array(let delegates)? = body["delegates"] { lastDelegates = delegates.compactMap(\.stringValue) } else { lastDelegates = [] }
+        if idToken {
+            guard let audience = body["audience"]?.stringValue, !audience.isEmpty else {
+                return Self.apiError(400, "INVALID_ARGUMENT", "audience is required")
+            }
+            return idTokenAnswer(for: audience, json: true, member: "token")
+        }
+        guard case .array(let scopes)? = body["scope"], scopes.contains(.string("https://www.googleapis.com/auth/cloud-platform")) else {
+            return Self.apiError(400, "INVALID_ARGUMENT", "Scope required.")
+        }
+        lastLifetime = body["lifetime"]?.stringValue
+        var lifetime = 3600
+        if let text = lastLifetime {
+            guard text.hasSuffix("s"), let seconds = Int(text.dropLast()), (1...3600).contains(seconds) else {
+                return Self.apiError(400, "INVALID_ARGUMENT", "The lifetime must be between 1s and 3600s.")
+            }
+            lifetime = seconds
+        }
+        serial += 1
+        let expiresAt = Int(wallClock()) + lifetime
+        guard let token = try? StandInAccessToken.mint(account: account.email, keyPair: account.keyPair, expiresAt: expiresAt, serial: serial) else {
+            return Self.apiError(500, "INTERNAL", "could not sign")
+        }
+        validTokens.insert(token)
+        impersonatedTokens.insert(token)
+        return .json(200, JSONish.object(["accessToken": .string(token), "expireTime": .string(Self.rfc3339(expiresAt))]).jsonText)
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SSZ` for epoch seconds (days to a civil date: Howard Hinnant's
+    /// civil_from_days).
+    static func rfc3339(_ epochSeconds: Int) -> String {
+        let days = epochSeconds / 86_400, second = epochSeconds % 86_400
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(year)-\(two(month))-\(two(day))T\(two(second / 3600)):\(two(second % 3600 / 60)):\(two(second % 60))Z"
     }
 
     /// Google APIs' error shape: `{"error": {"code", "message", "status"}}`.

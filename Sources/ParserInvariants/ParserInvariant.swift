@@ -65,6 +65,7 @@ public enum ParserInvariants {
         ADCFileInvariant.self,
         SignJwtAnswerInvariant.self,
         IDTokenAnswerInvariant.self,
+        GenerateAccessTokenAnswerInvariant.self,
     ]
 }
 

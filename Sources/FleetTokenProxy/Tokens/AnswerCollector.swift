@@ -6,14 +6,22 @@ struct AnswerCollector {
     private(set) var status = 0
     private(set) var body: [UInt8] = []
     private(set) var tooLarge = false
+    /// The first value of each of `keptFields` the head carried.
+    private(set) var fields: [String: String] = [:]
+    private let keptFields: [String]
     private var dechunker: ChunkedBodyScanner?
 
-    init(limit: Int) {
+    init(limit: Int, keptFields: [String] = []) {
         self.limit = limit
+        self.keptFields = keptFields
     }
 
     mutating func head(_ head: ResponseHead, requestMethod: String) {
         status = head.status
+        if !keptFields.isEmpty {
+            let headers = head.headers
+            for name in keptFields { fields[name] = headers[name] }
+        }
         if head.framing(requestMethod: requestMethod) == .chunked { dechunker = ChunkedBodyScanner() }
     }
 
