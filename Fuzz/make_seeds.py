@@ -217,6 +217,26 @@ IMPERSONATED_FILES = [
 ]
 for f in IMPERSONATED_FILES:
     write("adc-file", json.dumps(f, indent=2))
+# external_account (workload identity federation), as create-cred-config writes them.
+POOL = "//iam.googleapis.com/projects/123456/locations/global/workloadIdentityPools/pool/providers/oidc"
+EXTERNAL = {"type": "external_account", "audience": POOL, "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+            "token_url": "https://sts.googleapis.com/v1/token", "credential_source": {"file": "/var/run/secrets/tokens/gcp"}}
+AZURE = {"url": "http://169.254.169.254/metadata/identity/oauth2/token?api-version=2018-02-01&resource=api://x",
+         "headers": {"Metadata": "True"}, "format": {"type": "json", "subject_token_field_name": "access_token"}}
+WORKFORCE = "//iam.googleapis.com/locations/global/workforcePools/pool/providers/oidc"
+EXTERNAL_FILES = [
+    EXTERNAL, dict(EXTERNAL, credential_source=AZURE),
+    dict(EXTERNAL, service_account_impersonation_url=IMPERSONATION_URL, service_account_impersonation={"token_lifetime_seconds": 1800}),
+    dict(EXTERNAL, audience=WORKFORCE, workforce_pool_user_project="123", quota_project_id=P),
+    dict(EXTERNAL, workforce_pool_user_project="123"), dict(EXTERNAL, credential_source={"file": "/t", "url": "http://x/"}),
+    dict(EXTERNAL, credential_source={"environment_id": "aws1", "region_url": "http://169.254.169.254/latest/meta-data/placement/availability-zone"}),
+    dict(EXTERNAL, credential_source={"executable": {"command": "/bin/id-token"}}),
+    dict(EXTERNAL, credential_source=dict(AZURE, headers={"Metadata": "a\r\nX-Injected: 1"})),
+    dict(EXTERNAL, service_account_impersonation={"token_lifetime_seconds": 60}), dict(EXTERNAL, client_id="c", client_secret="s"),
+]
+for f in EXTERNAL_FILES:
+    write("adc-file", json.dumps(f, indent=2))
+
 
 
 # IAM signJwt answers (--signer iam:EMAIL): IAM writes the header (RS256, kid = keyId).
@@ -266,6 +286,15 @@ GENERATED_ANSWERS = [
 ]
 for a in GENERATED_ANSWERS:
     write("generate-access-token-answer", json.dumps(a))
+
+# Subject tokens (credential_source file or url): an OIDC token as text, as JSON, broken ones.
+OIDC = signed_jwt(claims={"iss": "https://token.actions.githubusercontent.com", "aud": POOL, "sub": "repo:o/r", "exp": 1767229140})
+SUBJECT_TOKENS = [
+    OIDC, OIDC + "\n", OIDC + "\r\n", json.dumps({"id_token": OIDC}), json.dumps({"access_token": OIDC}),
+    json.dumps({"id_token": OIDC + " tail"}), "", "\n", OIDC + " tail", json.dumps({"id_token": 7}),
+]
+for t in SUBJECT_TOKENS:
+    write("subject-token", t)
 
 
 # HTTP/2 answer heads as field lists (per field: name length, value length, name, value), for

@@ -4,7 +4,10 @@ import FleetTokenProxy
 /// which access tokens are valid: the OAuth token endpoint (`POST /token`, JWT-bearer and
 /// refresh-token grants), the metadata server's token path, and IAM's `signJwt`,
 /// `generateAccessToken` and `generateIdToken` (`POST
-/// /v1/projects/-/serviceAccounts/EMAIL:METHOD`, impersonation). Each checks
+/// /v1/projects/-/serviceAccounts/EMAIL:METHOD`, impersonation), STS (`POST /v1/token`, the
+/// token exchange of workload identity federation, trusting one OIDC identity provider's key)
+/// and that identity provider's token URL (`GET /oidc/token`, as Azure's instance metadata
+/// hands out a token). Each checks
 /// what Google's checks: the assertion's RS256 signature, `aud`, `exp` and scope; the client
 /// secret and refresh token; the `Metadata-Flavor` header; the bearer token. `failure` makes
 /// them refuse or fail, for the error rows.
@@ -58,6 +61,26 @@ package final class StandInGoogle {
     package private(set) var lastLifetime: String?
     /// Access tokens `generateAccessToken` handed out (also in `validTokens`).
     package private(set) var impersonatedTokens: Set<String> = []
+    /// The OIDC identity provider whose RS256 subject tokens STS trusts, and the workload
+    /// identity pool provider (STS `audience`, the subject token's `aud`) it serves.
+    package lazy var identityProvider: RSAKeyPair = {
+        do {
+            return try RSAKeyPair.generate()
+        } catch {
+            // A stand-in that cannot make a key cannot stand in for anything.
+            fatalError("stand-in identity provider key: \(error)")
+        }
+    }()
+    package var poolAudience = "//iam.googleapis.com/projects/123456/locations/global/workloadIdentityPools/pool/providers/oidc"
+    /// How the next STS exchanges go wrong.
+    package var stsFailure: Failure?
+    package private(set) var stsRequests = 0
+    /// The last exchange's form (subject token left out) and its `Authorization`, if any.
+    package private(set) var lastSTSForm: [String: String] = [:]
+    package private(set) var lastSTSAuthorization: String?
+    /// Federated access tokens STS handed out (also in `validTokens`).
+    package private(set) var federatedTokens: Set<String> = []
+    package private(set) var subjectTokenURLRequests = 0
     /// The bearer token of the last `signJwt` call.
     package private(set) var lastSignJwtBearer: String?
     /// Access tokens handed out and not revoked.
@@ -92,7 +115,7 @@ package final class StandInGoogle {
     private func handle(_ request: HTTPRequest, _ respond: @escaping (HTTPResponse) -> Void) {
         // Google's metadata server names itself on every answer; a probe looks for it.
         let isMetadata = request.path.hasPrefix("/computeMetadata/")
-        if isMetadata || request.path == "/token", let quota = request.headers["x-goog-user-project"] { tokenQuotaProjects.append(quota) }
+        if isMetadata || request.path == "/token" || request.path == "/v1/token", let quota = request.headers["x-goog-user-project"] { tokenQuotaProjects.append(quota) }
         let respond: (HTTPResponse) -> Void = { response in
             var response = response
             if isMetadata && self.saysMetadataFlavor { response.headers.add("Metadata-Flavor", "Google") }
@@ -128,6 +151,16 @@ package final class StandInGoogle {
                 return respond(HTTPResponse(status: 403, headers: ["Content-Type": "text/html"], body: Array("Missing Metadata-Flavor:Google header.".utf8)))
             }
             answerToken(respond)
+        case ("POST", "/v1/token"):
+            stsRequests += 1
+            lastSTSAuthorization = request.headers["Authorization"]
+            respond(exchange(Self.form(request.body)))
+        case ("GET", "/oidc/token"):
+            subjectTokenURLRequests += 1
+            guard request.headers["Metadata"] == "True" else {
+                return respond(Self.oauthError(400, "invalid_request", "Required metadata header not specified"))
+            }
+            respond(.json(200, JSONish.object(["access_token": .string(subjectToken()), "token_type": .string("Bearer")]).jsonText))
         case ("POST", let path) where path.hasPrefix(Self.signJwtPrefix) && path.hasSuffix(":generateAccessToken"):
             generateAccessTokenRequests += 1
             respond(impersonate(as: String(path.dropFirst(Self.signJwtPrefix.count).dropLast(":generateAccessToken".count)), request, idToken: false))
@@ -264,6 +297,70 @@ package final class StandInGoogle {
         guard let signature = try? account.keyPair.sign(Array(input.utf8)) else { return Self.apiError(500, "INTERNAL", "could not sign") }
         return .json(200, JSONish.object([
             "keyId": .string(account.keyPair.keyID), "signedJwt": .string(input + "." + Base64URL.encode(signature)),
+        ]).jsonText)
+    }
+
+    /// An OIDC token of the identity provider for `subject`, for the pool unless `audience`
+    /// says otherwise, living `lifetime` seconds (negative: already expired).
+    package func subjectToken(subject: String = "system:serviceaccount:fleet:sidecar", audience: String? = nil, lifetime: Double = 3600,
+                              signedBy key: RSAKeyPair? = nil) -> String {
+        let now = wallClock()
+        let header = JSONish.object(["alg": .string("RS256"), "kid": .string(identityProvider.keyID), "typ": .string("JWT")]).jsonText
+        let claims = JSONish.object([
+            "iss": .string("https://oidc.stand-in.example"), "sub": .string(subject), "aud": .string(audience ?? poolAudience),
+            "iat": .number(now.rounded(.down)), "exp": .number((now + lifetime).rounded(.down)),
+        ]).jsonText
+        let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
+        let signature = (try? (key ?? identityProvider).sign(Array(input.utf8))) ?? []
+        return input + "." + Base64URL.encode(signature)
+    }
+
+    /// STS (RFC 8693): a token-exchange grant for an access token, for this pool, with scope
+    /// cloud-platform, and a subject token the identity provider signed for the pool that has
+    /// not expired; refusals in OAuth's shape, as Google's STS answers them.
+    private func exchange(_ form: [String: String]) -> HTTPResponse {
+        lastSTSForm = form.filter { $0.key != "subject_token" }
+        switch stsFailure {
+        case .refuse(let status, let error, let description)?: return Self.oauthError(status, error, description)
+        case .status(let status)?: return HTTPResponse(status: status, headers: ["Content-Type": "text/plain"], body: Array("stand-in STS told to answer \(status)".utf8))
+        case .garbage?: return .json(200, #"{"token_type": "Bearer"}"#)
+        case .delay?, nil: break
+        }
+        guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:token-exchange" else {
+            return Self.oauthError(400, "unsupported_grant_type", "Invalid grant_type")
+        }
+        guard form["requested_token_type"] == "urn:ietf:params:oauth:token-type:access_token" else {
+            return Self.oauthError(400, "invalid_request", "Invalid requested_token_type")
+        }
+        guard ["urn:ietf:params:oauth:token-type:jwt", "urn:ietf:params:oauth:token-type:id_token"].contains(form["subject_token_type"] ?? "") else {
+            return Self.oauthError(400, "invalid_request", "Invalid subject_token_type")
+        }
+        guard form["audience"] == poolAudience else {
+            return Self.oauthError(400, "invalid_target", "The target service indicated by the \"audience\" parameters is invalid.")
+        }
+        guard form["scope"]?.split(separator: " ").contains("https://www.googleapis.com/auth/cloud-platform") == true else {
+            return Self.oauthError(400, "invalid_scope", "cloud-platform scope missing")
+        }
+        let parts = (form["subject_token"] ?? "").split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let claimBytes = JWTMinter.Base64URL.decode(parts[1]), case .object(let claims)? = JSONish.parse(claimBytes),
+              let signature = JWTMinter.Base64URL.decode(parts[2]),
+              identityProvider.publicKey.verify(Array((parts[0] + "." + parts[1]).utf8), signature: signature)
+        else { return Self.oauthError(400, "invalid_grant", "The given subject token could not be verified.") }
+        guard claims["aud"]?.stringValue == poolAudience else {
+            return Self.oauthError(400, "invalid_grant", "The audience in ID Token does not match the expected audience.")
+        }
+        guard let exp = claims["exp"]?.numberValue, exp > wallClock() else {
+            return Self.oauthError(400, "invalid_grant", "ID Token has expired.")
+        }
+        serial += 1
+        guard let token = try? StandInAccessToken.mint(account: account.email, keyPair: account.keyPair,
+                                                       expiresAt: Int(wallClock() + tokenLifetime), serial: serial)
+        else { return Self.oauthError(500, "internal", "could not sign") }
+        validTokens.insert(token)
+        federatedTokens.insert(token)
+        return .json(200, JSONish.object([
+            "access_token": .string(token), "issued_token_type": .string("urn:ietf:params:oauth:token-type:access_token"),
+            "token_type": .string("Bearer"), "expires_in": .number((tokenLifetime - 1).rounded()),
         ]).jsonText)
     }
 

@@ -7,7 +7,11 @@ import FleetTokenProxy
 /// a form body), and its description shows neither the client secret nor the refresh token: it
 /// stays the same when they change (whether a short secret happens to be a substring of the
 /// client id says nothing); an impersonation's target is the account its URL names before
-/// `:generateAccessToken`, and its delegates are the file's; the quota project is the file's
+/// `:generateAccessToken`, and its delegates are the file's; an external account's pool, token
+/// type, STS URL and subject token source are the file's, a URL's headers are the file's and can
+/// add no header line, its token lifetime is 600 to 43200 s, a workforce user project comes only
+/// with a workforce pool, and its description shows neither the client secret nor a header's
+/// value; the quota project is the file's
 /// `quota_project_id`, visible ASCII (it goes into a header). (A refusal cannot repeat a value:
 /// `ADCFileError` carries field names only.)
 public enum ADCFileInvariant: ParserInvariant {
@@ -27,7 +31,56 @@ public enum ADCFileInvariant: ParserInvariant {
             try checkAccepted(user, file: members)
         case .impersonatedServiceAccount(let impersonated):
             try checkAccepted(impersonated, file: members)
+        case .externalAccount(let account):
+            try checkAccepted(account, file: members)
         }
+    }
+
+    static func checkAccepted(_ account: ExternalAccountCredentials, file members: [String: JSONish]) throws(InvariantViolation) {
+        try expect(members["type"]?.stringValue == "external_account", "an external account without its type")
+        for (name, value) in [("audience", account.audience), ("subject_token_type", account.subjectTokenType), ("token_url", account.tokenURL)] {
+            try expect(value == members[name]?.stringValue, "\(name) is not the file's")
+            try checkField(name, value)
+        }
+        guard case .object(let source)? = members["credential_source"] else { throw InvariantViolation("an external account without credential_source") }
+        switch account.subjectTokenSource {
+        case .file(let path, _):
+            try expect(path == source["file"]?.stringValue && source["url"] == nil, "the subject token file is not the file's, or a url came too")
+        case .url(let url, let headers, _):
+            try expect(url == source["url"]?.stringValue && source["file"] == nil, "the subject token URL is not the file's, or a file came too")
+            let fileHeaders: [String: JSONish]
+            if case .object(let value)? = source["headers"] { fileHeaders = value } else { fileHeaders = [:] }
+            try expect(headers.count == fileHeaders.count, "the headers are not the file's")
+            for header in headers {
+                try expect(fileHeaders[header.name]?.stringValue?.trimmingSpaces == header.value, "header \(header.name) is not the file's")
+                try expect(!header.name.isEmpty && !(header.name + header.value).utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 },
+                           "a header that could add a line")
+            }
+        }
+        try expect(account.impersonationURL == members["service_account_impersonation_url"]?.stringValue, "the impersonation URL is not the file's")
+        if let url = account.impersonationURL, let target = account.targetPrincipal {
+            try expect(url.hasSuffix("/" + target + ":generateAccessToken") && !target.contains("/"), "the target is not the account the URL names")
+        } else {
+            try expect(account.impersonationURL == nil && account.targetPrincipal == nil, "a target without its URL, or the other way")
+        }
+        try expect((600...43_200).contains(account.tokenLifetime), "a token lifetime outside 600 to 43200 s")
+        if account.workforcePoolUserProject != nil {
+            try expect(account.audience.hasPrefix("//iam.googleapis.com/locations/") && account.audience.contains("/workforcePools/"),
+                       "a workforce user project for a workload pool")
+        }
+        try checkDescription(account)
+    }
+
+    /// An external account is described the same whatever its client secret and its URL
+    /// headers' values are.
+    static func checkDescription(_ account: ExternalAccountCredentials,
+                                 describedBy describe: (ExternalAccountCredentials) -> String = { $0.description }) throws(InvariantViolation) {
+        var other = account
+        other.clientSecret = account.clientSecret.map { $0 + "x" }
+        if case .url(let url, let headers, let format) = account.subjectTokenSource {
+            other.subjectTokenSource = .url(url, headers: headers.map { HeaderField(name: $0.name, value: $0.value + "y") }, format: format)
+        }
+        try expect(describe(account) == describe(other), "the description shows the client secret or a header's value")
     }
 
     static func checkAccepted(_ user: AuthorizedUserCredentials, file members: [String: JSONish]) throws(InvariantViolation) {
@@ -95,5 +148,15 @@ public enum ADCFileInvariant: ParserInvariant {
             other.source = .serviceAccount(key)
         }
         try expect(describe(impersonated) == describe(other), "the description shows a secret of the source credentials")
+    }
+}
+
+extension String {
+    /// Without the spaces and tabs around it, as a header value is taken.
+    fileprivate var trimmingSpaces: String {
+        var bytes = Substring(self).utf8[...]
+        while let first = bytes.first, first == 0x20 || first == 0x09 { bytes = bytes.dropFirst() }
+        while let last = bytes.last, last == 0x20 || last == 0x09 { bytes = bytes.dropLast() }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -66,6 +66,7 @@ public enum ParserInvariants {
         SignJwtAnswerInvariant.self,
         IDTokenAnswerInvariant.self,
         GenerateAccessTokenAnswerInvariant.self,
+        SubjectTokenInvariant.self,
     ]
 }
 

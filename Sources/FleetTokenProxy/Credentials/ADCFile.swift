@@ -1,11 +1,13 @@
 /// An ADC file's JSON (docs/CONTRACT.md §4a), by its `type`: a `service_account` key, an
-/// `authorized_user`, an `impersonated_service_account`; other types are refused by name. Every
+/// `authorized_user`, an `impersonated_service_account`, an `external_account` (workload
+/// identity federation); other types are refused by name. Every
 /// type may name the `quota_project_id` calls made with its token are billed to.
 package struct ADCFile: Sendable, Equatable {
     package enum Credential: Sendable, Equatable {
         case serviceAccount(ServiceAccountKey)
         case authorizedUser(AuthorizedUserCredentials)
         case impersonatedServiceAccount(ImpersonatedServiceAccount)
+        case externalAccount(ExternalAccountCredentials)
     }
 
     package var credential: Credential
@@ -44,6 +46,11 @@ package struct ADCFile: Sendable, Equatable {
         case "impersonated_service_account":
             switch impersonated(members) {
             case .success(let impersonated): credential = .impersonatedServiceAccount(impersonated)
+            case .failure(let error): return .failure(error)
+            }
+        case "external_account":
+            switch ExternalAccountCredentials.parse(members) {
+            case .success(let account): credential = .externalAccount(account)
             case .failure(let error): return .failure(error)
             }
         default:
@@ -125,6 +132,8 @@ package enum ADCFileError: Error, Sendable, Equatable {
     case unsupportedType
     case unsupportedSourceType
     case badImpersonationURL
+    case unsupportedCredentialSource(String)
+    case workforceProjectForWorkloadPool
     case badField(String)
     case serviceAccount(ServiceAccountKeyError)
 
@@ -132,11 +141,15 @@ package enum ADCFileError: Error, Sendable, Equatable {
         switch self {
         case .notAnObject: return "is not a JSON object"
         case .unsupportedType:
-            return "has a \"type\" other than \"service_account\", \"authorized_user\" or \"impersonated_service_account\" (the types this sidecar takes)"
+            return "has a \"type\" other than \"service_account\", \"authorized_user\", \"impersonated_service_account\" or \"external_account\" (the types this sidecar takes)"
         case .unsupportedSourceType:
             return "has \"source_credentials\" whose \"type\" is not \"authorized_user\" or \"service_account\" (the sources of an impersonation this sidecar takes)"
         case .badImpersonationURL:
             return "has no \"service_account_impersonation_url\" ending in /ACCOUNT:generateAccessToken"
+        case .unsupportedCredentialSource(let kind):
+            return "has a \"credential_source\" of kind \"\(kind)\", which this sidecar does not take yet (a \"file\" or a \"url\" it does)"
+        case .workforceProjectForWorkloadPool:
+            return "has a \"workforce_pool_user_project\" but its \"audience\" is not a workforce pool's"
         case .badField(let name): return "has no usable \"\(name)\" (a string of visible ASCII)"
         case .serviceAccount(let error): return error.message
         }

@@ -68,6 +68,18 @@ final class ADCTokenSource {
             return try OAuthTokenExchange(authorizedUser: user, file: file, kind: kind, tokenEndpoint: tokenEndpoint, context: context)
         case .metadataServer(let host):
             return try MetadataServerExchange(host: host, kind: kind, context: context)
+        case .externalAccount(let account):
+            let sts = try STSExchange(account: account, file: file, context: context)
+            guard let url = account.impersonationURL else {
+                if case .identity = kind {
+                    throw ConfigError("--provider-id-token-audience needs a service account: the external account in \(file) has no service_account_impersonation_url, and a federated token cannot mint an ID token")
+                }
+                return sts
+            }
+            // The federated token authorises IAM, as a source's token does.
+            let source = ADCTokenSource(credentials: credentials, kind: .access, exchange: sts, context: context)
+            return try ImpersonationExchange(url: url, file: file, delegates: [], lifetime: account.tokenLifetime, kind: kind,
+                                             source: source, context: context)
         case .impersonatedServiceAccount(let impersonated):
             // The source's access token authorises IAM for an access token and an ID token alike.
             let sourceExchange: TokenExchange

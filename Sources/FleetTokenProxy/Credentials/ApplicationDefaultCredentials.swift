@@ -18,6 +18,9 @@ package struct ApplicationDefaultCredentials: Sendable, Equatable {
         case authorizedUser(AuthorizedUserCredentials)
         /// Another account's token, through IAM, authorised by the source credentials' own.
         case impersonatedServiceAccount(ImpersonatedServiceAccount)
+        /// A subject token from the host's identity provider, exchanged at STS (workload
+        /// identity federation), then maybe for a service account's token.
+        case externalAccount(ExternalAccountCredentials)
         /// The metadata server at `host` (`host[:port]`), which hands out the attached service
         /// account's token.
         case metadataServer(host: String)
@@ -113,6 +116,7 @@ package struct ApplicationDefaultCredentials: Sendable, Equatable {
         case .serviceAccount(let key): source = .serviceAccount(key)
         case .authorizedUser(let user): source = .authorizedUser(user)
         case .impersonatedServiceAccount(let impersonated): source = .impersonatedServiceAccount(impersonated)
+        case .externalAccount(let account): source = .externalAccount(account)
         }
         return ApplicationDefaultCredentials(source: source, file: file, quotaProject: parsed.quotaProjectID)
     }
@@ -124,6 +128,7 @@ package struct ApplicationDefaultCredentials: Sendable, Equatable {
         case .serviceAccount(let key): return "\(fileName) (service account \(key.clientEmail)\(quota))"
         case .authorizedUser: return "\(fileName) (authorized user\(quota))"
         case .impersonatedServiceAccount(let impersonated): return "\(fileName) (\(impersonated)\(quota))"
+        case .externalAccount(let account): return "\(fileName) (\(account)\(quota))"
         case .metadataServer(let host): return "the metadata server at \(host)" + (quotaProject.map { " (quota project \($0))" } ?? "")
         }
     }
