@@ -233,6 +233,10 @@ EXTERNAL_FILES = [
     dict(EXTERNAL, credential_source={"executable": {"command": "/bin/id-token"}}),
     dict(EXTERNAL, credential_source=dict(AZURE, headers={"Metadata": "a\r\nX-Injected: 1"})),
     dict(EXTERNAL, service_account_impersonation={"token_lifetime_seconds": 60}), dict(EXTERNAL, client_id="c", client_secret="s"),
+    dict(EXTERNAL, credential_source={"executable": {"command": "/usr/local/bin/id-token --audience 'a b' \\\"q\\\"", "timeout_millis": 5000,
+                                                     "output_file": "/run/id-token.json"}}),
+    dict(EXTERNAL, credential_source={"executable": {"command": "/bin/t 'unclosed"}}),
+    dict(EXTERNAL, credential_source={"executable": {"command": "/bin/t", "timeout_millis": 1000}}),
 ]
 for f in EXTERNAL_FILES:
     write("adc-file", json.dumps(f, indent=2))
@@ -295,6 +299,18 @@ SUBJECT_TOKENS = [
 ]
 for t in SUBJECT_TOKENS:
     write("subject-token", t)
+
+# Pluggable-auth executables' answers (stdout or the output file), read at 2026-01-01T00:00:00Z.
+EXE = {"version": 1, "success": True, "token_type": "urn:ietf:params:oauth:token-type:jwt", "id_token": OIDC, "expiration_time": 1767229140}
+EXE_ANSWERS = [
+    EXE, {k: v for k, v in EXE.items() if k != "expiration_time"}, dict(EXE, token_type="urn:ietf:params:oauth:token-type:id_token"),
+    {"version": 1, "success": True, "token_type": "urn:ietf:params:oauth:token-type:saml2", "saml_response": "PHNhbWxwOlJlc3BvbnNlPg==", "expiration_time": 1767229140},
+    dict(EXE, expiration_time=1767225000), dict(EXE, version=2), dict(EXE, success="true"),
+    {"version": 1, "success": False, "code": "401", "message": "Caller not authorized."}, {"version": 1, "success": False},
+    dict(EXE, token_type="urn:ietf:params:oauth:token-type:access_token"), dict(EXE, id_token=OIDC + " x"),
+]
+for a in EXE_ANSWERS:
+    write("executable-response", json.dumps(a))
 
 
 # HTTP/2 answer heads as field lists (per field: name length, value length, name, value), for

@@ -56,6 +56,15 @@ public enum ADCFileInvariant: ParserInvariant {
                 try expect(!header.name.isEmpty && !(header.name + header.value).utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 },
                            "a header that could add a line")
             }
+        case .executable(let command):
+            guard case .object(let executable)? = source["executable"] else { throw InvariantViolation("an executable the file does not name") }
+            try expect(source["file"] == nil && source["url"] == nil, "an executable with a file or url too")
+            try expect(!command.arguments.isEmpty && !command.arguments[0].isEmpty || command.arguments.count > 1, "an executable without a program")
+            try expect(command.arguments.joined().utf8.count <= (executable["command"]?.stringValue?.utf8.count ?? -1),
+                       "the program's words are longer than the file's command")
+            try expect((5...120).contains(command.timeout), "a timeout outside 5 to 120 s")
+            try expect(command.outputFile == executable["output_file"]?.stringValue, "the output file is not the file's")
+            try expect(command.environment.isEmpty, "an environment from the file")
         }
         try expect(account.impersonationURL == members["service_account_impersonation_url"]?.stringValue, "the impersonation URL is not the file's")
         if let url = account.impersonationURL, let target = account.targetPrincipal {
@@ -77,10 +86,16 @@ public enum ADCFileInvariant: ParserInvariant {
                                  describedBy describe: (ExternalAccountCredentials) -> String = { $0.description }) throws(InvariantViolation) {
         var other = account
         other.clientSecret = account.clientSecret.map { $0 + "x" }
-        if case .url(let url, let headers, let format) = account.subjectTokenSource {
+        switch account.subjectTokenSource {
+        case .url(let url, let headers, let format):
             other.subjectTokenSource = .url(url, headers: headers.map { HeaderField(name: $0.name, value: $0.value + "y") }, format: format)
+        case .executable(var command):
+            command.arguments += ["--secret=z"]
+            other.subjectTokenSource = .executable(command)
+        case .file:
+            break
         }
-        try expect(describe(account) == describe(other), "the description shows the client secret or a header's value")
+        try expect(describe(account) == describe(other), "the description shows the client secret, a header's value or the program's arguments")
     }
 
     static func checkAccepted(_ user: AuthorizedUserCredentials, file members: [String: JSONish]) throws(InvariantViolation) {

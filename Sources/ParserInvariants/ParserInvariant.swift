@@ -67,6 +67,7 @@ public enum ParserInvariants {
         IDTokenAnswerInvariant.self,
         GenerateAccessTokenAnswerInvariant.self,
         SubjectTokenInvariant.self,
+        ExecutableResponseInvariant.self,
     ]
 }
 

@@ -64,6 +64,15 @@ package struct ApplicationDefaultCredentials: Sendable, Equatable {
         probeMetadataServer: () -> Bool = { MetadataServerProbe.answers() }
     ) throws(ConfigError) -> ApplicationDefaultCredentials {
         var credentials = try findSource(environment: environment, readFile: readFile, probeMetadataServer: probeMetadataServer)
+        if case .externalAccount(var account) = credentials.source, case .executable(var command) = account.subjectTokenSource {
+            // As Google's libraries: a file alone may not make the host run a program.
+            guard environment[ExecutableCommand.allowVariable] == "1" else {
+                throw ConfigError("credentials file \(credentials.fileName) gets its subject token from \(command), which runs only with \(ExecutableCommand.allowVariable)=1 in the environment")
+            }
+            command.environment = environment
+            account.subjectTokenSource = .executable(command)
+            credentials.source = .externalAccount(account)
+        }
         if let project = environment["GOOGLE_CLOUD_QUOTA_PROJECT"], !project.isEmpty {
             guard ADCFile.isFieldValue(project) else {
                 throw ConfigError("GOOGLE_CLOUD_QUOTA_PROJECT is not a project id (1 to \(ADCFile.maximumFieldLength) bytes of visible ASCII)")

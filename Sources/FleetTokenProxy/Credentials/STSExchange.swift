@@ -17,7 +17,7 @@ final class STSExchange: TokenExchange {
     init(account: ExternalAccountCredentials, file: String, context: TokenExchangeContext) throws(ConfigError) {
         self.account = account
         endpoint = try GoogleEndpoint.parse(account.tokenURL, what: "token_url of \(file)")
-        reader = try SubjectTokenReader(source: account.subjectTokenSource, file: file, context: context)
+        reader = try SubjectTokenReader(account: account, file: file, context: context)
         client = EndpointClient(loop: context.loop, endpoint: endpoint, name: "STS", tls: context.tls, timeout: context.timeout,
                                 logger: context.logger)
     }

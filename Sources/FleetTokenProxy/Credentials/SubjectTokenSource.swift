@@ -1,17 +1,24 @@
 /// Where an `external_account` file's subject token comes from (docs/CONTRACT.md §4a): its
 /// `credential_source`, a `file` (a Kubernetes projected token, a CI job's OIDC token) or a
 /// `url` (Azure's instance metadata, a local identity agent) with `headers`, read as text or as
-/// JSON with `format.subject_token_field_name`. The other kinds Google's libraries take
-/// (`executable`, `environment_id` aws1, `certificate`) are refused by name.
+/// JSON with `format.subject_token_field_name`; or an `executable` (pluggable auth). The other
+/// kinds Google's libraries take (`environment_id` aws1, `certificate`) are refused by name.
 package enum SubjectTokenSource: Sendable, Equatable, CustomStringConvertible {
     case file(path: String, format: SubjectTokenFormat)
     /// `headers` may carry a credential of the identity provider's: never shown.
     case url(String, headers: [HeaderField], format: SubjectTokenFormat)
+    case executable(ExecutableCommand)
 
     /// `credential_source`'s members, or why not (a field name, never a value).
     static func parse(_ members: [String: JSONish]) -> Result<SubjectTokenSource, ADCFileError> {
-        for kind in ["executable", "environment_id", "certificate"] where members[kind] != nil {
+        for kind in ["environment_id", "certificate"] where members[kind] != nil {
             return .failure(.unsupportedCredentialSource(kind))
+        }
+        if let executable = members["executable"] {
+            guard members["file"] == nil, members["url"] == nil, case .object(let executableMembers) = executable else {
+                return .failure(.badField("credential_source.executable (alone)"))
+            }
+            return ExecutableCommand.parse(executableMembers).map { .executable($0) }
         }
         let format: SubjectTokenFormat
         switch members["format"] {
@@ -61,6 +68,7 @@ package enum SubjectTokenSource: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .file(let path, let format): return "subject token file \(path)\(format.description)"
         case .url(let url, _, let format): return "subject token URL \(RedactedURL.text(url))\(format.description)"
+        case .executable(let command): return "subject token \(command)"
         }
     }
 }
