@@ -237,6 +237,13 @@ EXTERNAL_FILES = [
                                                      "output_file": "/run/id-token.json"}}),
     dict(EXTERNAL, credential_source={"executable": {"command": "/bin/t 'unclosed"}}),
     dict(EXTERNAL, credential_source={"executable": {"command": "/bin/t", "timeout_millis": 1000}}),
+    dict(EXTERNAL, subject_token_type="urn:ietf:params:aws:token-type:aws4_request", credential_source={
+        "environment_id": "aws1", "region_url": "http://169.254.169.254/latest/meta-data/placement/availability-zone",
+        "url": "http://169.254.169.254/latest/meta-data/iam/security-credentials",
+        "regional_cred_verification_url": "https://sts.{region}.amazonaws.com?Action=GetCallerIdentity&Version=2011-06-15",
+        "imdsv2_session_token_url": "http://169.254.169.254/latest/api/token"}),
+    dict(EXTERNAL, credential_source={"environment_id": "aws2", "regional_cred_verification_url": "https://sts.{region}.amazonaws.com"}),
+    dict(EXTERNAL, credential_source={"environment_id": "aws1", "regional_cred_verification_url": "http://sts.{region}.amazonaws.com"}),
 ]
 for f in EXTERNAL_FILES:
     write("adc-file", json.dumps(f, indent=2))
@@ -311,6 +318,18 @@ EXE_ANSWERS = [
 ]
 for a in EXE_ANSWERS:
     write("executable-response", json.dumps(a))
+
+# The EC2 instance metadata service's role credentials (an AWS credential_source).
+AWS_CREDS = {"Code": "Success", "LastUpdated": "2026-01-01T00:00:00Z", "Type": "AWS-HMAC", "AccessKeyId": "ASIAMADEUPEXAMPLE01",
+             "SecretAccessKey": "made/up+secret/key0123456789abcdefghij", "Token": "IQoJb3JpZ2luX2VjEMadeUpSessionToken==",
+             "Expiration": "2026-01-01T06:00:00Z"}
+AWS_ANSWERS = [
+    AWS_CREDS, {k: v for k, v in AWS_CREDS.items() if k != "Token"}, dict(AWS_CREDS, Code="Failure"), {"AccessKeyId": "A"},
+    dict(AWS_CREDS, SecretAccessKey="with space in it and long enough"), dict(AWS_CREDS, Token=7), dict(AWS_CREDS, AccessKeyId=""),
+    {"Code": "Success", "Message": "The instance profile has no role"},
+]
+for a in AWS_ANSWERS:
+    write("aws-credentials-answer", json.dumps(a))
 
 
 # HTTP/2 answer heads as field lists (per field: name length, value length, name, value), for

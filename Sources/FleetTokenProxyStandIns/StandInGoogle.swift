@@ -74,6 +74,10 @@ package final class StandInGoogle {
     package var poolAudience = "//iam.googleapis.com/projects/123456/locations/global/workloadIdentityPools/pool/providers/oidc"
     /// How the next STS exchanges go wrong.
     package var stsFailure: Failure?
+    /// AWS credentials whose SigV4-signed `GetCallerIdentity` requests STS takes as subject
+    /// tokens (an AWS provider of the pool), by access key id; the regions seen.
+    package var awsCredentials: [String: SigV4.Credentials] = [:]
+    package private(set) var awsRegions: [String] = []
     package private(set) var stsRequests = 0
     /// The last exchange's form (subject token left out) and its `Authorization`, if any.
     package private(set) var lastSTSForm: [String: String] = [:]
@@ -332,7 +336,8 @@ package final class StandInGoogle {
         guard form["requested_token_type"] == "urn:ietf:params:oauth:token-type:access_token" else {
             return Self.oauthError(400, "invalid_request", "Invalid requested_token_type")
         }
-        guard ["urn:ietf:params:oauth:token-type:jwt", "urn:ietf:params:oauth:token-type:id_token"].contains(form["subject_token_type"] ?? "") else {
+        let isAWS = form["subject_token_type"] == "urn:ietf:params:aws:token-type:aws4_request"
+        guard isAWS || ["urn:ietf:params:oauth:token-type:jwt", "urn:ietf:params:oauth:token-type:id_token"].contains(form["subject_token_type"] ?? "") else {
             return Self.oauthError(400, "invalid_request", "Invalid subject_token_type")
         }
         guard form["audience"] == poolAudience else {
@@ -340,6 +345,10 @@ package final class StandInGoogle {
         }
         guard form["scope"]?.split(separator: " ").contains("https://www.googleapis.com/auth/cloud-platform") == true else {
             return Self.oauthError(400, "invalid_scope", "cloud-platform scope missing")
+        }
+        if isAWS {
+            if let refusal = checkAWSRequest(form["subject_token"] ?? "") { return refusal }
+            return federatedToken()
         }
         let parts = (form["subject_token"] ?? "").split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let claimBytes = JWTMinter.Base64URL.decode(parts[1]), case .object(let claims)? = JSONish.parse(claimBytes),
@@ -352,6 +361,45 @@ package final class StandInGoogle {
         guard let exp = claims["exp"]?.numberValue, exp > wallClock() else {
             return Self.oauthError(400, "invalid_grant", "ID Token has expired.")
         }
+        return federatedToken()
+    }
+
+    /// An AWS subject token: the percent-encoded JSON of a `GetCallerIdentity` request to a
+    /// regional AWS STS, for this pool, whose SigV4 signature is the one its access key's
+    /// secret makes. Nil when STS would take it.
+    private func checkAWSRequest(_ token: String) -> HTTPResponse? {
+        let invalid = Self.oauthError(400, "invalid_grant", "The given AWS request could not be verified.")
+        guard let text = Self.form(Array("t=\(token)".utf8))["t"], case .object(let request)? = JSONish.parse(Array(text.utf8)),
+              request["method"]?.stringValue == "POST", let url = request["url"]?.stringValue, case .array(let list)? = request["headers"]
+        else { return invalid }
+        var headers: [String: String] = [:]
+        for item in list {
+            guard case .object(let field) = item, let key = field["key"]?.stringValue, let value = field["value"]?.stringValue else { return invalid }
+            headers[key] = value
+        }
+        guard headers["x-goog-cloud-target-resource"] == poolAudience else {
+            return Self.oauthError(400, "invalid_grant", "The AWS request is not for this pool.")
+        }
+        let prefix = "https://sts.", suffix = ".amazonaws.com?Action=GetCallerIdentity&Version=2011-06-15"
+        guard url.hasPrefix(prefix), url.hasSuffix(suffix), let host = headers["host"], let date = headers["x-amz-date"],
+              let authorization = headers["Authorization"],
+              let credential = authorization.split(separator: " ").first(where: { $0.hasPrefix("Credential=") }),
+              let keyID = credential.dropFirst("Credential=".count).split(separator: "/").first,
+              let known = awsCredentials[String(keyID)]
+        else { return invalid }
+        let region = String(url.dropFirst(prefix.count).dropLast(suffix.count))
+        guard host == "sts.\(region).amazonaws.com", headers["x-amz-security-token"] == known.sessionToken else { return invalid }
+        let expected = SigV4.sign(method: "POST", host: host, path: "", query: "Action=GetCallerIdentity&Version=2011-06-15",
+                                  credentials: known, region: region, amzDate: date)
+        guard expected.first?.value == authorization else {
+            return Self.oauthError(400, "invalid_grant", "The AWS request signature does not match.")
+        }
+        awsRegions.append(region)
+        return nil
+    }
+
+    /// A federated access token for the pool's principal, as STS hands it out.
+    private func federatedToken() -> HTTPResponse {
         serial += 1
         guard let token = try? StandInAccessToken.mint(account: account.email, keyPair: account.keyPair,
                                                        expiresAt: Int(wallClock() + tokenLifetime), serial: serial)
@@ -417,19 +465,10 @@ package final class StandInGoogle {
         return .json(200, JSONish.object(["accessToken": .string(token), "expireTime": .string(Self.rfc3339(expiresAt))]).jsonText)
     }
 
-    /// `YYYY-MM-DDTHH:MM:SSZ` for epoch seconds (days to a civil date: Howard Hinnant's
-    /// civil_from_days).
+    /// `YYYY-MM-DDTHH:MM:SSZ` for epoch seconds.
     static func rfc3339(_ epochSeconds: Int) -> String {
-        let days = epochSeconds / 86_400, second = epochSeconds % 86_400
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
+        let second = epochSeconds % 86_400
+        let (year, month, day) = SigV4.civil(epochSeconds / 86_400)
         func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
         return "\(year)-\(two(month))-\(two(day))T\(two(second / 3600)):\(two(second % 3600 / 60)):\(two(second % 60))Z"
     }

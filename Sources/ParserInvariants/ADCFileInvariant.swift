@@ -65,6 +65,13 @@ public enum ADCFileInvariant: ParserInvariant {
             try expect((5...120).contains(command.timeout), "a timeout outside 5 to 120 s")
             try expect(command.outputFile == executable["output_file"]?.stringValue, "the output file is not the file's")
             try expect(command.environment.isEmpty, "an environment from the file")
+        case .aws(let aws):
+            try expect(source["environment_id"]?.stringValue == "aws1", "AWS without environment_id aws1")
+            try expect(aws.verificationURL == source["regional_cred_verification_url"]?.stringValue && aws.verificationURL.hasPrefix("https://"),
+                       "the verification URL is not the file's, or not https")
+            try expect(aws.regionURL == source["region_url"]?.stringValue && aws.credentialsURL == source["url"]?.stringValue
+                       && aws.sessionTokenURL == source["imdsv2_session_token_url"]?.stringValue, "an AWS URL is not the file's")
+            try expect(aws.environment.isEmpty, "an environment from the file")
         }
         try expect(account.impersonationURL == members["service_account_impersonation_url"]?.stringValue, "the impersonation URL is not the file's")
         if let url = account.impersonationURL, let target = account.targetPrincipal {
@@ -92,6 +99,10 @@ public enum ADCFileInvariant: ParserInvariant {
         case .executable(var command):
             command.arguments += ["--secret=z"]
             other.subjectTokenSource = .executable(command)
+        case .aws(var aws):
+            aws.environment["AWS_SECRET_ACCESS_KEY"] = "z"
+            aws.environment["AWS_SESSION_TOKEN"] = "z"
+            other.subjectTokenSource = .aws(aws)
         case .file:
             break
         }

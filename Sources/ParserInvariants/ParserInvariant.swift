@@ -68,6 +68,7 @@ public enum ParserInvariants {
         GenerateAccessTokenAnswerInvariant.self,
         SubjectTokenInvariant.self,
         ExecutableResponseInvariant.self,
+        AWSCredentialsAnswerInvariant.self,
     ]
 }
 

@@ -54,7 +54,7 @@ final class ExternalAccountCredentialsTests: XCTestCase {
         let cases: [([UInt8], String)] = [
             (file(["workforce_pool_user_project": .string("123")]), "workforce_pool_user_project"),
             (file(source: .object(["file": .string("/t"), "url": .string("http://x/")])), "exactly one"),
-            (file(source: .object(["environment_id": .string("aws1")])), "\"environment_id\""),
+            (file(source: .object(["environment_id": .string("aws1")])), "regional_cred_verification_url"),
             (file(source: .object(["certificate": .object([:])])), "\"certificate\""),
             (file(source: .object(["url": .string("http://x/"), "headers": .object(["Metadata": .string("s3cret\r\nX-Injected: 1")])])), "credential_source.headers"),
             (file(source: .object(["file": .string("/t"), "format": .object(["type": .string("json")])])), "subject_token_field_name"),

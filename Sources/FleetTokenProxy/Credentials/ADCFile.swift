@@ -147,7 +147,7 @@ package enum ADCFileError: Error, Sendable, Equatable {
         case .badImpersonationURL:
             return "has no \"service_account_impersonation_url\" ending in /ACCOUNT:generateAccessToken"
         case .unsupportedCredentialSource(let kind):
-            return "has a \"credential_source\" of kind \"\(kind)\", which this sidecar does not take yet (a \"file\", a \"url\" or an \"executable\" it does)"
+            return "has a \"credential_source\" of kind \"\(kind)\", which this sidecar does not take yet (a \"file\", a \"url\", an \"executable\" or AWS it does)"
         case .workforceProjectForWorkloadPool:
             return "has a \"workforce_pool_user_project\" but its \"audience\" is not a workforce pool's"
         case .badField(let name): return "has no usable \"\(name)\" (a string of visible ASCII)"

@@ -73,6 +73,11 @@ package struct ApplicationDefaultCredentials: Sendable, Equatable {
             account.subjectTokenSource = .executable(command)
             credentials.source = .externalAccount(account)
         }
+        if case .externalAccount(var account) = credentials.source, case .aws(var aws) = account.subjectTokenSource {
+            aws.environment = environment.filter { AWSCredentialSource.variables.contains($0.key) }
+            account.subjectTokenSource = .aws(aws)
+            credentials.source = .externalAccount(account)
+        }
         if let project = environment["GOOGLE_CLOUD_QUOTA_PROJECT"], !project.isEmpty {
             guard ADCFile.isFieldValue(project) else {
                 throw ConfigError("GOOGLE_CLOUD_QUOTA_PROJECT is not a project id (1 to \(ADCFile.maximumFieldLength) bytes of visible ASCII)")

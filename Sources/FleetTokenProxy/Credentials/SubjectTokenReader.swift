@@ -28,14 +28,20 @@ final class SubjectTokenReader {
     private let clock: TokenClock
     /// One thread for the executable, made when there is one.
     private let runner: WorkerPool?
+    private let aws: AWSSubjectTokenReader?
 
     init(account: ExternalAccountCredentials, file: String, context: TokenExchangeContext) throws(ConfigError) {
         self.account = account
         source = account.subjectTokenSource
         loop = context.loop
         clock = context.clock
+        if case .aws(let awsSource) = source {
+            aws = try AWSSubjectTokenReader(source: awsSource, audience: account.audience, file: file, context: context)
+        } else {
+            aws = nil
+        }
         switch source {
-        case .file:
+        case .file, .aws:
             client = nil
             target = ""
             runner = nil
@@ -65,6 +71,8 @@ final class SubjectTokenReader {
             completion(SubjectTokenContent.parse(Array(data), format: format, from: "the subject token file \(path)"))
         case .executable(let command):
             run(command, completion)
+        case .aws:
+            aws?.read(completion)
         case .url(_, let headers, let format):
             guard let client else { return }
             client.send(method: "GET", target: target, headers: headers) { [name = client.name] result in
@@ -132,6 +140,7 @@ final class SubjectTokenReader {
     func close() {
         client?.close()
         runner?.stop()
+        aws?.close()
     }
 }
 

@@ -1,18 +1,21 @@
 /// Where an `external_account` file's subject token comes from (docs/CONTRACT.md §4a): its
 /// `credential_source`, a `file` (a Kubernetes projected token, a CI job's OIDC token) or a
 /// `url` (Azure's instance metadata, a local identity agent) with `headers`, read as text or as
-/// JSON with `format.subject_token_field_name`; or an `executable` (pluggable auth). The other
-/// kinds Google's libraries take (`environment_id` aws1, `certificate`) are refused by name.
+/// JSON with `format.subject_token_field_name`; an `executable` (pluggable auth); AWS
+/// (`environment_id` aws1). A `certificate` (X.509) is refused by name.
 package enum SubjectTokenSource: Sendable, Equatable, CustomStringConvertible {
     case file(path: String, format: SubjectTokenFormat)
     /// `headers` may carry a credential of the identity provider's: never shown.
     case url(String, headers: [HeaderField], format: SubjectTokenFormat)
     case executable(ExecutableCommand)
+    case aws(AWSCredentialSource)
 
     /// `credential_source`'s members, or why not (a field name, never a value).
     static func parse(_ members: [String: JSONish]) -> Result<SubjectTokenSource, ADCFileError> {
-        for kind in ["environment_id", "certificate"] where members[kind] != nil {
-            return .failure(.unsupportedCredentialSource(kind))
+        if members["certificate"] != nil { return .failure(.unsupportedCredentialSource("certificate")) }
+        if members["environment_id"] != nil {
+            guard members["file"] == nil, members["executable"] == nil else { return .failure(.badField("credential_source.environment_id (alone)")) }
+            return AWSCredentialSource.parse(members).map { .aws($0) }
         }
         if let executable = members["executable"] {
             guard members["file"] == nil, members["url"] == nil, case .object(let executableMembers) = executable else {
@@ -51,7 +54,8 @@ package enum SubjectTokenSource: Sendable, Equatable, CustomStringConvertible {
             case nil, .null?: break
             case .object(let fields)?:
                 for (name, value) in fields.sorted(by: { $0.key < $1.key }) {
-                    guard let text = value.stringValue, let field = try? HeaderLine.parse("\(name): \(text)") else {
+                    // The name must be the whole name: "A:b" would otherwise send field A.
+                    guard let text = value.stringValue, let field = try? HeaderLine.parse("\(name): \(text)"), field.name == name else {
                         return .failure(.badField("credential_source.headers"))
                     }
                     headers.append(HeaderField(name: field.name, value: field.value))
@@ -69,6 +73,7 @@ package enum SubjectTokenSource: Sendable, Equatable, CustomStringConvertible {
         case .file(let path, let format): return "subject token file \(path)\(format.description)"
         case .url(let url, _, let format): return "subject token URL \(RedactedURL.text(url))\(format.description)"
         case .executable(let command): return "subject token \(command)"
+        case .aws(let source): return "subject token of \(source)"
         }
     }
 }
