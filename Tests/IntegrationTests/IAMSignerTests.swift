@@ -144,6 +144,7 @@ final class IAMSignerTests: GoogleCredentialsTestCase {
         let result = try runCommand(SidecarProcess.binary.path, ["demo", "--signer", "iam", "--duration", "1", "--vehicles", "10"])
         XCTAssertEqual(result.status, 0, result.stdout + result.stderr)
         XCTAssertTrue(result.stdout.contains("tokens signed with IAM signJwt"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("workload identity federation: OIDC token, STS, generateAccessToken"), "no key anywhere: \(result.stdout)")
         XCTAssertTrue(result.stdout.contains("rejected by stand-in Fleet Engine           0"), result.stdout)
     }
 }
