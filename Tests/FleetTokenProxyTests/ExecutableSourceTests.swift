@@ -97,7 +97,7 @@ final class ExecutableSourceTests: XCTestCase {
 
     func script(_ body: String) throws -> String {
         let path = NSTemporaryDirectory() + "ftp-exe-\(UUID().uuidString.prefix(8)).sh"
-        FileManager.default.createFile(atPath: path, contents: Data("#!/bin/sh\n\(body)\n".utf8), attributes: [.posixPermissions: 0o700])
+        _ = FileManager.default.createFile(atPath: path, contents: Data("#!/bin/sh\n\(body)\n".utf8), attributes: [.posixPermissions: 0o700])
         addTeardownBlock { try? FileManager.default.removeItem(atPath: path) }
         return path
     }
@@ -114,6 +114,16 @@ final class ExecutableSourceTests: XCTestCase {
         XCTAssertGreaterThan(fd, 2)
         let path = try script("[ -e /proc/$$/fd/\(fd) ] && echo leaked || echo closed")
         XCTAssertEqual(ExecutableRunner.run([path], environment: [:], timeout: 5), .exited(status: 0, output: Array("closed\n".utf8)))
+    }
+
+    func testTheProgramGetsSIGPIPEAtItsDefaultThoughTheSidecarIgnoresIt() throws {
+        let previous = signal(SIGPIPE, SIG_IGN)
+        defer { signal(SIGPIPE, previous) }
+        let path = try script("grep '^SigIgn' /proc/$$/status")
+        guard case .exited(0, let output) = ExecutableRunner.run([path], environment: [:], timeout: 5),
+              let mask = UInt64(String(decoding: output, as: UTF8.self).split(separator: "\t").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "", radix: 16)
+        else { return XCTFail("no SigIgn line") }
+        XCTAssertEqual(mask & (1 << (UInt64(SIGPIPE) - 1)), 0, "SIGPIPE is not ignored in the program")
     }
 
     func testTheRunnerKillsAProgramPastItsTimeoutAndReportsOneThatCannotStart() throws {

@@ -29,7 +29,7 @@ final class AWSSourceTests: GoogleCredentialsTestCase {
             "token_url": .string("http://\(standIns.googleAddress)/v1/token"), "credential_source": .object(source),
         ]).jsonText
         let path = directory + "/aws.json"
-        FileManager.default.createFile(atPath: path, contents: Data(file.utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(file.utf8))
         return noAWSEnvironment.merging(["GOOGLE_APPLICATION_CREDENTIALS": path]) { $1 }
     }
 

@@ -16,7 +16,7 @@ final class ExecutableSourceTests: GoogleCredentialsTestCase {
     func program(_ body: String) throws -> String {
         let path = directory + "/id-token"
         let text = "#!/bin/sh\necho run >> '\(runsFile)'\nenv > '\(directory!)/env'\n\(body)\n"
-        FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o700])
+        _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o700])
         return path
     }
 
@@ -38,7 +38,7 @@ final class ExecutableSourceTests: GoogleCredentialsTestCase {
             "credential_source": .object(["executable": .object(executable)]),
         ]).jsonText
         let path = directory + "/external.json"
-        FileManager.default.createFile(atPath: path, contents: Data(file.utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(file.utf8))
         var environment = ["GOOGLE_APPLICATION_CREDENTIALS": path]
         if allow { environment["GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES"] = "1" }
         return environment

@@ -16,7 +16,7 @@ final class ExternalAccountTests: GoogleCredentialsTestCase {
     var stsRequests: Int { standIns.sync { self.google.stsRequests } }
 
     func writeSubjectToken(_ token: String) {
-        FileManager.default.createFile(atPath: tokenFile, contents: Data(token.utf8))
+        _ = FileManager.default.createFile(atPath: tokenFile, contents: Data(token.utf8))
     }
 
     /// What `gcloud iam workload-identity-pools create-cred-config` writes, its subject token in
@@ -37,7 +37,7 @@ final class ExternalAccountTests: GoogleCredentialsTestCase {
         }
         members.merge(extra) { $1 }
         let path = directory + "/external.json"
-        FileManager.default.createFile(atPath: path, contents: Data(JSONish.object(members).jsonText.utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(JSONish.object(members).jsonText.utf8))
         return ["GOOGLE_APPLICATION_CREDENTIALS": path]
     }
 

@@ -32,7 +32,7 @@ final class ImpersonationTests: GoogleCredentialsTestCase {
             "delegates": .array(delegates.map { .string($0) }), "quota_project_id": .string("billed"), "source_credentials": source,
         ]).jsonText
         let path = directory + "/impersonated.json"
-        FileManager.default.createFile(atPath: path, contents: Data(file.utf8), attributes: [.posixPermissions: 0o600])
+        _ = FileManager.default.createFile(atPath: path, contents: Data(file.utf8), attributes: [.posixPermissions: 0o600])
         return ["GOOGLE_APPLICATION_CREDENTIALS": path]
     }
 
