@@ -79,6 +79,17 @@ final class ExternalAccountTests: GoogleCredentialsTestCase {
         assertNoSubjectTokenIn(sidecar.log)
     }
 
+    func testWithIAMAndNoImpersonationTheFederatedTokenItselfAuthorisesSignJwt() throws {
+        let sidecar = try sidecar(["--signer", "iam:\(account)", "--iam-endpoint", "http://\(standIns.googleAddress)"],
+                                  environment: try externalAccountEnvironment())
+        defer { sidecar.stop() }
+        XCTAssertEqual(try call(sidecar, "/v1/providers/p/tasks/k1").status, 200, sidecar.log)
+        let bearer = try XCTUnwrap(standIns.sync { self.google.lastSignJwtBearer })
+        XCTAssertTrue(standIns.sync { self.google.federatedTokens.contains(bearer) }, "signJwt was authorised by STS's token")
+        XCTAssertEqual(standIns.sync { self.google.generateAccessTokenRequests }, 0)
+        XCTAssertEqual(standIns.sync { self.google.quotaProjects }, ["billed"], "the file's quota project on signJwt")
+    }
+
     func testTheProvidersIDTokenComesFromGenerateIdTokenThroughImpersonation() throws {
         let audience = "https://token-provider-abc123-uc.a.run.app"
         let google = google
