@@ -8,6 +8,7 @@ let names = [
     "request-head", "response-head", "chunked-body", "grpc-first-message",
     "rest-route", "provider-answer", "header-file", "service-account-key", "h2-response-head",
     "access-token-answer", "adc-file", "sign-jwt-answer", "id-token-answer", "h2-request-head",
+    "generate-access-token-answer", "subject-token", "executable-response", "aws-credentials-answer",
 ]
 
 let package = Package(

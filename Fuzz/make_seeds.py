@@ -207,6 +207,47 @@ ADC_FILES = [
 ]
 for f in ADC_FILES:
     write("adc-file", json.dumps(f, indent=2))
+IMPERSONATION_URL = f"https://iamcredentials.googleapis.com/v1/projects/-/serviceAccounts/fleet-admin@{P}.iam.gserviceaccount.com:generateAccessToken"
+IMPERSONATED = {"type": "impersonated_service_account", "service_account_impersonation_url": IMPERSONATION_URL,
+                "delegates": [], "quota_project_id": P, "source_credentials": {k: v for k, v in USER.items() if k != "quota_project_id"}}
+IMPERSONATED_FILES = [
+    IMPERSONATED, dict(IMPERSONATED, source_credentials=KEY), dict(IMPERSONATED, delegates=[f"projects/-/serviceAccounts/hop@{P}.iam.gserviceaccount.com"]),
+    dict(IMPERSONATED, service_account_impersonation_url=IMPERSONATION_URL.replace(":generateAccessToken", ":signJwt")),
+    dict(IMPERSONATED, source_credentials={"type": "external_account"}), dict(IMPERSONATED, delegates="x"),
+]
+for f in IMPERSONATED_FILES:
+    write("adc-file", json.dumps(f, indent=2))
+# external_account (workload identity federation), as create-cred-config writes them.
+POOL = "//iam.googleapis.com/projects/123456/locations/global/workloadIdentityPools/pool/providers/oidc"
+EXTERNAL = {"type": "external_account", "audience": POOL, "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+            "token_url": "https://sts.googleapis.com/v1/token", "credential_source": {"file": "/var/run/secrets/tokens/gcp"}}
+AZURE = {"url": "http://169.254.169.254/metadata/identity/oauth2/token?api-version=2018-02-01&resource=api://x",
+         "headers": {"Metadata": "True"}, "format": {"type": "json", "subject_token_field_name": "access_token"}}
+WORKFORCE = "//iam.googleapis.com/locations/global/workforcePools/pool/providers/oidc"
+EXTERNAL_FILES = [
+    EXTERNAL, dict(EXTERNAL, credential_source=AZURE),
+    dict(EXTERNAL, service_account_impersonation_url=IMPERSONATION_URL, service_account_impersonation={"token_lifetime_seconds": 1800}),
+    dict(EXTERNAL, audience=WORKFORCE, workforce_pool_user_project="123", quota_project_id=P),
+    dict(EXTERNAL, workforce_pool_user_project="123"), dict(EXTERNAL, credential_source={"file": "/t", "url": "http://x/"}),
+    dict(EXTERNAL, credential_source={"environment_id": "aws1", "region_url": "http://169.254.169.254/latest/meta-data/placement/availability-zone"}),
+    dict(EXTERNAL, credential_source={"executable": {"command": "/bin/id-token"}}),
+    dict(EXTERNAL, credential_source=dict(AZURE, headers={"Metadata": "a\r\nX-Injected: 1"})),
+    dict(EXTERNAL, service_account_impersonation={"token_lifetime_seconds": 60}), dict(EXTERNAL, client_id="c", client_secret="s"),
+    dict(EXTERNAL, credential_source={"executable": {"command": "/usr/local/bin/id-token --audience 'a b' \\\"q\\\"", "timeout_millis": 5000,
+                                                     "output_file": "/run/id-token.json"}}),
+    dict(EXTERNAL, credential_source={"executable": {"command": "/bin/t 'unclosed"}}),
+    dict(EXTERNAL, credential_source={"executable": {"command": "/bin/t", "timeout_millis": 1000}}),
+    dict(EXTERNAL, subject_token_type="urn:ietf:params:aws:token-type:aws4_request", credential_source={
+        "environment_id": "aws1", "region_url": "http://169.254.169.254/latest/meta-data/placement/availability-zone",
+        "url": "http://169.254.169.254/latest/meta-data/iam/security-credentials",
+        "regional_cred_verification_url": "https://sts.{region}.amazonaws.com?Action=GetCallerIdentity&Version=2011-06-15",
+        "imdsv2_session_token_url": "http://169.254.169.254/latest/api/token"}),
+    dict(EXTERNAL, credential_source={"environment_id": "aws2", "regional_cred_verification_url": "https://sts.{region}.amazonaws.com"}),
+    dict(EXTERNAL, credential_source={"environment_id": "aws1", "regional_cred_verification_url": "http://sts.{region}.amazonaws.com"}),
+]
+for f in EXTERNAL_FILES:
+    write("adc-file", json.dumps(f, indent=2))
+
 
 
 # IAM signJwt answers (--signer iam:EMAIL): IAM writes the header (RS256, kid = keyId).
@@ -242,6 +283,53 @@ ID_ANSWERS = [
 ]
 for a in ID_ANSWERS:
     write("id-token-answer", a)
+write("id-token-answer", json.dumps({"token": signed_jwt(claims=ID_CLAIMS)}))
+
+# Impersonation (impersonated_service_account ADC files): IAM generateAccessToken's answers,
+# read at the invariant's fixed now, 2026-01-01T00:00:00Z.
+GENERATED = {"accessToken": "ya29.c.impersonated-made-up", "expireTime": "2026-01-01T01:00:00Z"}
+GENERATED_ANSWERS = [
+    GENERATED, dict(GENERATED, expireTime="2026-01-01T00:59:59.5+00:00"), dict(GENERATED, expireTime="2026-01-01T01:00:00-01:00"),
+    dict(GENERATED, expireTime="2025-12-31T23:00:00Z"), dict(GENERATED, expireTime="2026-01-02T01:00:00Z"),
+    dict(GENERATED, expireTime=1767229200), dict(GENERATED, accessToken="ya29 with space"), {"expireTime": "2026-01-01T01:00:00Z"},
+    dict(GENERATED, expireTime="2026-02-30T01:00:00Z"),
+    {"error": {"code": 403, "message": "Permission 'iam.serviceAccounts.getAccessToken' denied", "status": "PERMISSION_DENIED"}},
+]
+for a in GENERATED_ANSWERS:
+    write("generate-access-token-answer", json.dumps(a))
+
+# Subject tokens (credential_source file or url): an OIDC token as text, as JSON, broken ones.
+OIDC = signed_jwt(claims={"iss": "https://token.actions.githubusercontent.com", "aud": POOL, "sub": "repo:o/r", "exp": 1767229140})
+SUBJECT_TOKENS = [
+    OIDC, OIDC + "\n", OIDC + "\r\n", json.dumps({"id_token": OIDC}), json.dumps({"access_token": OIDC}),
+    json.dumps({"id_token": OIDC + " tail"}), "", "\n", OIDC + " tail", json.dumps({"id_token": 7}),
+]
+for t in SUBJECT_TOKENS:
+    write("subject-token", t)
+
+# Pluggable-auth executables' answers (stdout or the output file), read at 2026-01-01T00:00:00Z.
+EXE = {"version": 1, "success": True, "token_type": "urn:ietf:params:oauth:token-type:jwt", "id_token": OIDC, "expiration_time": 1767229140}
+EXE_ANSWERS = [
+    EXE, {k: v for k, v in EXE.items() if k != "expiration_time"}, dict(EXE, token_type="urn:ietf:params:oauth:token-type:id_token"),
+    {"version": 1, "success": True, "token_type": "urn:ietf:params:oauth:token-type:saml2", "saml_response": "PHNhbWxwOlJlc3BvbnNlPg==", "expiration_time": 1767229140},
+    dict(EXE, expiration_time=1767225000), dict(EXE, version=2), dict(EXE, success="true"),
+    {"version": 1, "success": False, "code": "401", "message": "Caller not authorized."}, {"version": 1, "success": False},
+    dict(EXE, token_type="urn:ietf:params:oauth:token-type:access_token"), dict(EXE, id_token=OIDC + " x"),
+]
+for a in EXE_ANSWERS:
+    write("executable-response", json.dumps(a))
+
+# The EC2 instance metadata service's role credentials (an AWS credential_source).
+AWS_CREDS = {"Code": "Success", "LastUpdated": "2026-01-01T00:00:00Z", "Type": "AWS-HMAC", "AccessKeyId": "ASIAMADEUPEXAMPLE01",
+             "SecretAccessKey": "made/up+secret/key0123456789abcdefghij", "Token": "IQoJb3JpZ2luX2VjEMadeUpSessionToken==",
+             "Expiration": "2026-01-01T06:00:00Z"}
+AWS_ANSWERS = [
+    AWS_CREDS, {k: v for k, v in AWS_CREDS.items() if k != "Token"}, dict(AWS_CREDS, Code="Failure"), {"AccessKeyId": "A"},
+    dict(AWS_CREDS, SecretAccessKey="with space in it and long enough"), dict(AWS_CREDS, Token=7), dict(AWS_CREDS, AccessKeyId=""),
+    {"Code": "Success", "Message": "The instance profile has no role"},
+]
+for a in AWS_ANSWERS:
+    write("aws-credentials-answer", json.dumps(a))
 
 
 # HTTP/2 answer heads as field lists (per field: name length, value length, name, value), for

@@ -2,8 +2,12 @@ import FleetTokenProxy
 
 /// Google's credential endpoints on one loopback port (docs/CONTRACT.md §4a), so they share
 /// which access tokens are valid: the OAuth token endpoint (`POST /token`, JWT-bearer and
-/// refresh-token grants), the metadata server's token path, and IAM's `signJwt`
-/// (`POST /v1/projects/-/serviceAccounts/EMAIL:signJwt`). Each checks
+/// refresh-token grants), the metadata server's token path, and IAM's `signJwt`,
+/// `generateAccessToken` and `generateIdToken` (`POST
+/// /v1/projects/-/serviceAccounts/EMAIL:METHOD`, impersonation), STS (`POST /v1/token`, the
+/// token exchange of workload identity federation, trusting one OIDC identity provider's key)
+/// and that identity provider's token URL (`GET /oidc/token`, as Azure's instance metadata
+/// hands out a token). Each checks
 /// what Google's checks: the assertion's RS256 signature, `aud`, `exp` and scope; the client
 /// secret and refresh token; the `Metadata-Flavor` header; the bearer token. `failure` makes
 /// them refuse or fail, for the error rows.
@@ -31,6 +35,9 @@ package final class StandInGoogle {
     package var tokenURI = ""
     package var tokenLifetime: Double = 3600
     package var failure: Failure?
+    /// Whether metadata answers say `Metadata-Flavor: Google`; false plays another server at
+    /// `GCE_METADATA_HOST`, which the sidecar must not believe.
+    package var saysMetadataFlavor = true
     /// How the next `signJwt` calls go wrong (`refuse` answers in Google APIs' error shape).
     package var signJwtFailure: Failure?
     package private(set) var signJwtRequests = 0
@@ -42,6 +49,44 @@ package final class StandInGoogle {
     package private(set) var metadataRequests = 0
     /// `x-goog-user-project` values seen on IAM calls.
     package private(set) var quotaProjects: [String] = []
+    /// `x-goog-user-project` values seen where tokens are made (token endpoint, metadata
+    /// server), where Google's libraries never send one.
+    package private(set) var tokenQuotaProjects: [String] = []
+    /// How the next `generateAccessToken` / `generateIdToken` calls go wrong.
+    package var impersonationFailure: Failure?
+    package private(set) var generateAccessTokenRequests = 0
+    package private(set) var generateIdTokenRequests = 0
+    /// The `delegates` and `lifetime` of the last `generateAccessToken` call.
+    package private(set) var lastDelegates: [String] = []
+    package private(set) var lastLifetime: String?
+    /// Access tokens `generateAccessToken` handed out (also in `validTokens`).
+    package private(set) var impersonatedTokens: Set<String> = []
+    /// The OIDC identity provider whose RS256 subject tokens STS trusts, and the workload
+    /// identity pool provider (STS `audience`, the subject token's `aud`) it serves.
+    package lazy var identityProvider: RSAKeyPair = {
+        do {
+            return try RSAKeyPair.generate()
+        } catch {
+            // A stand-in that cannot make a key cannot stand in for anything.
+            fatalError("stand-in identity provider key: \(error)")
+        }
+    }()
+    package var poolAudience = "//iam.googleapis.com/projects/123456/locations/global/workloadIdentityPools/pool/providers/oidc"
+    /// How the next STS exchanges go wrong.
+    package var stsFailure: Failure?
+    /// AWS credentials whose SigV4-signed `GetCallerIdentity` requests STS takes as subject
+    /// tokens (an AWS provider of the pool), by access key id; the regions seen.
+    package var awsCredentials: [String: SigV4.Credentials] = [:]
+    package private(set) var awsRegions: [String] = []
+    package private(set) var stsRequests = 0
+    /// The last exchange's form (subject token left out) and its `Authorization`, if any.
+    package private(set) var lastSTSForm: [String: String] = [:]
+    package private(set) var lastSTSAuthorization: String?
+    /// Federated access tokens STS handed out (also in `validTokens`).
+    package private(set) var federatedTokens: Set<String> = []
+    package private(set) var subjectTokenURLRequests = 0
+    /// The bearer token of the last `signJwt` call.
+    package private(set) var lastSignJwtBearer: String?
     /// Access tokens handed out and not revoked.
     package private(set) var validTokens: Set<String> = []
     /// ID tokens handed out, by audience, for the stand-in provider to check.
@@ -74,9 +119,10 @@ package final class StandInGoogle {
     private func handle(_ request: HTTPRequest, _ respond: @escaping (HTTPResponse) -> Void) {
         // Google's metadata server names itself on every answer; a probe looks for it.
         let isMetadata = request.path.hasPrefix("/computeMetadata/")
+        if isMetadata || request.path == "/token" || request.path == "/v1/token", let quota = request.headers["x-goog-user-project"] { tokenQuotaProjects.append(quota) }
         let respond: (HTTPResponse) -> Void = { response in
             var response = response
-            if isMetadata { response.headers.add("Metadata-Flavor", "Google") }
+            if isMetadata && self.saysMetadataFlavor { response.headers.add("Metadata-Flavor", "Google") }
             respond(response)
         }
         switch (request.method, String(request.path)) {
@@ -109,6 +155,22 @@ package final class StandInGoogle {
                 return respond(HTTPResponse(status: 403, headers: ["Content-Type": "text/html"], body: Array("Missing Metadata-Flavor:Google header.".utf8)))
             }
             answerToken(respond)
+        case ("POST", "/v1/token"):
+            stsRequests += 1
+            lastSTSAuthorization = request.headers["Authorization"]
+            respond(exchange(Self.form(request.body)))
+        case ("GET", "/oidc/token"):
+            subjectTokenURLRequests += 1
+            guard request.headers["Metadata"] == "True" else {
+                return respond(Self.oauthError(400, "invalid_request", "Required metadata header not specified"))
+            }
+            respond(.json(200, JSONish.object(["access_token": .string(subjectToken()), "token_type": .string("Bearer")]).jsonText))
+        case ("POST", let path) where path.hasPrefix(Self.signJwtPrefix) && path.hasSuffix(":generateAccessToken"):
+            generateAccessTokenRequests += 1
+            respond(impersonate(as: String(path.dropFirst(Self.signJwtPrefix.count).dropLast(":generateAccessToken".count)), request, idToken: false))
+        case ("POST", let path) where path.hasPrefix(Self.signJwtPrefix) && path.hasSuffix(":generateIdToken"):
+            generateIdTokenRequests += 1
+            respond(impersonate(as: String(path.dropFirst(Self.signJwtPrefix.count).dropLast(":generateIdToken".count)), request, idToken: true))
         case ("POST", let path) where path.hasPrefix(Self.signJwtPrefix) && path.hasSuffix(":signJwt"):
             signJwtRequests += 1
             let email = String(path.dropFirst(Self.signJwtPrefix.count).dropLast(":signJwt".count))
@@ -181,7 +243,7 @@ package final class StandInGoogle {
 
     /// A Google-signed ID token for `audience` (`iss` accounts.google.com, `aud`, `email`), as
     /// JSON from the token endpoint or as text from the metadata server.
-    private func idTokenAnswer(for audience: String, json: Bool) -> HTTPResponse {
+    private func idTokenAnswer(for audience: String, json: Bool, member: String = "id_token") -> HTTPResponse {
         let now = Int(wallClock())
         let header = JSONish.object(["alg": .string("RS256"), "kid": .string(account.keyPair.keyID), "typ": .string("JWT")]).jsonText
         let claims = JSONish.object([
@@ -192,7 +254,7 @@ package final class StandInGoogle {
         guard let signature = try? account.keyPair.sign(Array(input.utf8)) else { return Self.oauthError(500, "internal", "could not sign") }
         let token = input + "." + Base64URL.encode(signature)
         idTokens[token] = audience
-        if json { return .json(200, JSONish.object(["id_token": .string(token)]).jsonText) }
+        if json { return .json(200, JSONish.object([member: .string(token)]).jsonText) }
         return HTTPResponse(status: 200, headers: ["Content-Type": "text/html"], body: Array(token.utf8))
     }
 
@@ -206,6 +268,7 @@ package final class StandInGoogle {
         guard let bearer, validTokens.contains(bearer) else {
             return Self.apiError(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
         }
+        lastSignJwtBearer = bearer
         if let quota = request.headers["x-goog-user-project"] { quotaProjects.append(quota) }
         switch signJwtFailure {
         case .refuse(let status, _, let description)?:
@@ -239,6 +302,175 @@ package final class StandInGoogle {
         return .json(200, JSONish.object([
             "keyId": .string(account.keyPair.keyID), "signedJwt": .string(input + "." + Base64URL.encode(signature)),
         ]).jsonText)
+    }
+
+    /// An OIDC token of the identity provider for `subject`, for the pool unless `audience`
+    /// says otherwise, living `lifetime` seconds (negative: already expired).
+    package func subjectToken(subject: String = "system:serviceaccount:fleet:sidecar", audience: String? = nil, lifetime: Double = 3600,
+                              signedBy key: RSAKeyPair? = nil) -> String {
+        let now = wallClock()
+        let header = JSONish.object(["alg": .string("RS256"), "kid": .string(identityProvider.keyID), "typ": .string("JWT")]).jsonText
+        let claims = JSONish.object([
+            "iss": .string("https://oidc.stand-in.example"), "sub": .string(subject), "aud": .string(audience ?? poolAudience),
+            "iat": .number(now.rounded(.down)), "exp": .number((now + lifetime).rounded(.down)),
+        ]).jsonText
+        let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
+        let signature = (try? (key ?? identityProvider).sign(Array(input.utf8))) ?? []
+        return input + "." + Base64URL.encode(signature)
+    }
+
+    /// STS (RFC 8693): a token-exchange grant for an access token, for this pool, with scope
+    /// cloud-platform, and a subject token the identity provider signed for the pool that has
+    /// not expired; refusals in OAuth's shape, as Google's STS answers them.
+    private func exchange(_ form: [String: String]) -> HTTPResponse {
+        lastSTSForm = form.filter { $0.key != "subject_token" }
+        switch stsFailure {
+        case .refuse(let status, let error, let description)?: return Self.oauthError(status, error, description)
+        case .status(let status)?: return HTTPResponse(status: status, headers: ["Content-Type": "text/plain"], body: Array("stand-in STS told to answer \(status)".utf8))
+        case .garbage?: return .json(200, #"{"token_type": "Bearer"}"#)
+        case .delay?, nil: break
+        }
+        guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:token-exchange" else {
+            return Self.oauthError(400, "unsupported_grant_type", "Invalid grant_type")
+        }
+        guard form["requested_token_type"] == "urn:ietf:params:oauth:token-type:access_token" else {
+            return Self.oauthError(400, "invalid_request", "Invalid requested_token_type")
+        }
+        let isAWS = form["subject_token_type"] == "urn:ietf:params:aws:token-type:aws4_request"
+        guard isAWS || ["urn:ietf:params:oauth:token-type:jwt", "urn:ietf:params:oauth:token-type:id_token"].contains(form["subject_token_type"] ?? "") else {
+            return Self.oauthError(400, "invalid_request", "Invalid subject_token_type")
+        }
+        guard form["audience"] == poolAudience else {
+            return Self.oauthError(400, "invalid_target", "The target service indicated by the \"audience\" parameters is invalid.")
+        }
+        guard form["scope"]?.split(separator: " ").contains("https://www.googleapis.com/auth/cloud-platform") == true else {
+            return Self.oauthError(400, "invalid_scope", "cloud-platform scope missing")
+        }
+        if isAWS {
+            if let refusal = checkAWSRequest(form["subject_token"] ?? "") { return refusal }
+            return federatedToken()
+        }
+        let parts = (form["subject_token"] ?? "").split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let claimBytes = JWTMinter.Base64URL.decode(parts[1]), case .object(let claims)? = JSONish.parse(claimBytes),
+              let signature = JWTMinter.Base64URL.decode(parts[2]),
+              identityProvider.publicKey.verify(Array((parts[0] + "." + parts[1]).utf8), signature: signature)
+        else { return Self.oauthError(400, "invalid_grant", "The given subject token could not be verified.") }
+        guard claims["aud"]?.stringValue == poolAudience else {
+            return Self.oauthError(400, "invalid_grant", "The audience in ID Token does not match the expected audience.")
+        }
+        guard let exp = claims["exp"]?.numberValue, exp > wallClock() else {
+            return Self.oauthError(400, "invalid_grant", "ID Token has expired.")
+        }
+        return federatedToken()
+    }
+
+    /// An AWS subject token: the percent-encoded JSON of a `GetCallerIdentity` request to a
+    /// regional AWS STS, for this pool, whose SigV4 signature is the one its access key's
+    /// secret makes. Nil when STS would take it.
+    private func checkAWSRequest(_ token: String) -> HTTPResponse? {
+        let invalid = Self.oauthError(400, "invalid_grant", "The given AWS request could not be verified.")
+        guard let text = Self.form(Array("t=\(token)".utf8))["t"], case .object(let request)? = JSONish.parse(Array(text.utf8)),
+              request["method"]?.stringValue == "POST", let url = request["url"]?.stringValue, case .array(let list)? = request["headers"]
+        else { return invalid }
+        var headers: [String: String] = [:]
+        for item in list {
+            guard case .object(let field) = item, let key = field["key"]?.stringValue, let value = field["value"]?.stringValue else { return invalid }
+            headers[key] = value
+        }
+        guard headers["x-goog-cloud-target-resource"] == poolAudience else {
+            return Self.oauthError(400, "invalid_grant", "The AWS request is not for this pool.")
+        }
+        let prefix = "https://sts.", suffix = ".amazonaws.com?Action=GetCallerIdentity&Version=2011-06-15"
+        guard url.hasPrefix(prefix), url.hasSuffix(suffix), let host = headers["host"], let date = headers["x-amz-date"],
+              let authorization = headers["Authorization"],
+              let credential = authorization.split(separator: " ").first(where: { $0.hasPrefix("Credential=") }),
+              let keyID = credential.dropFirst("Credential=".count).split(separator: "/").first,
+              let known = awsCredentials[String(keyID)]
+        else { return invalid }
+        let region = String(url.dropFirst(prefix.count).dropLast(suffix.count))
+        guard host == "sts.\(region).amazonaws.com", headers["x-amz-security-token"] == known.sessionToken else { return invalid }
+        let expected = SigV4.sign(method: "POST", host: host, path: "", query: "Action=GetCallerIdentity&Version=2011-06-15",
+                                  credentials: known, region: region, amzDate: date)
+        guard expected.first?.value == authorization else {
+            return Self.oauthError(400, "invalid_grant", "The AWS request signature does not match.")
+        }
+        awsRegions.append(region)
+        return nil
+    }
+
+    /// A federated access token for the pool's principal, as STS hands it out.
+    private func federatedToken() -> HTTPResponse {
+        serial += 1
+        guard let token = try? StandInAccessToken.mint(account: account.email, keyPair: account.keyPair,
+                                                       expiresAt: Int(wallClock() + tokenLifetime), serial: serial)
+        else { return Self.oauthError(500, "internal", "could not sign") }
+        validTokens.insert(token)
+        federatedTokens.insert(token)
+        return .json(200, JSONish.object([
+            "access_token": .string(token), "issued_token_type": .string("urn:ietf:params:oauth:token-type:access_token"),
+            "token_type": .string("Bearer"), "expires_in": .number((tokenLifetime - 1).rounded()),
+        ]).jsonText)
+    }
+
+    /// IAM `generateAccessToken` / `generateIdToken` as `email`: the bearer token must be one
+    /// this stand-in handed out, the account its own; an access token needs a scope and at
+    /// most an hour (IAM's limit without an organisation policy), an ID token an audience.
+    private func impersonate(as email: String, _ request: HTTPRequest, idToken: Bool) -> HTTPResponse {
+        let bearer = request.headers["Authorization"].flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }
+        guard let bearer, validTokens.contains(bearer) else {
+            return Self.apiError(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
+        }
+        if let quota = request.headers["x-goog-user-project"] { quotaProjects.append(quota) }
+        switch impersonationFailure {
+        case .refuse(let status, _, let description)?:
+            return Self.apiError(status, status == 403 ? "PERMISSION_DENIED" : "INVALID_ARGUMENT", description)
+        case .status(let status)?:
+            return Self.apiError(status, "UNAVAILABLE", "The service is currently unavailable.")
+        case .garbage?:
+            return .json(200, #"{"expireTime": "2030-01-01T00:00:00Z"}"#)
+        case .delay?, nil:
+            break
+        }
+        guard email == account.email else {
+            return Self.apiError(403, "PERMISSION_DENIED", "Permission 'iam.serviceAccounts.getAccessToken' denied on resource (or it may not exist).")
+        }
+        guard case .object(let body)? = JSONish.parse(request.body) else {
+            return Self.apiError(400, "INVALID_ARGUMENT", "Invalid JSON payload received.")
+        }
+        if case .array(let delegates)? = body["delegates"] { lastDelegates = delegates.compactMap(\.stringValue) } else { lastDelegates = [] }
+        if idToken {
+            guard let audience = body["audience"]?.stringValue, !audience.isEmpty else {
+                return Self.apiError(400, "INVALID_ARGUMENT", "audience is required")
+            }
+            return idTokenAnswer(for: audience, json: true, member: "token")
+        }
+        guard case .array(let scopes)? = body["scope"], scopes.contains(.string("https://www.googleapis.com/auth/cloud-platform")) else {
+            return Self.apiError(400, "INVALID_ARGUMENT", "Scope required.")
+        }
+        lastLifetime = body["lifetime"]?.stringValue
+        var lifetime = 3600
+        if let text = lastLifetime {
+            guard text.hasSuffix("s"), let seconds = Int(text.dropLast()), (1...3600).contains(seconds) else {
+                return Self.apiError(400, "INVALID_ARGUMENT", "The lifetime must be between 1s and 3600s.")
+            }
+            lifetime = seconds
+        }
+        serial += 1
+        let expiresAt = Int(wallClock()) + lifetime
+        guard let token = try? StandInAccessToken.mint(account: account.email, keyPair: account.keyPair, expiresAt: expiresAt, serial: serial) else {
+            return Self.apiError(500, "INTERNAL", "could not sign")
+        }
+        validTokens.insert(token)
+        impersonatedTokens.insert(token)
+        return .json(200, JSONish.object(["accessToken": .string(token), "expireTime": .string(Self.rfc3339(expiresAt))]).jsonText)
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SSZ` for epoch seconds.
+    static func rfc3339(_ epochSeconds: Int) -> String {
+        let second = epochSeconds % 86_400
+        let (year, month, day) = SigV4.civil(epochSeconds / 86_400)
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        return "\(year)-\(two(month))-\(two(day))T\(two(second / 3600)):\(two(second % 3600 / 60)):\(two(second % 60))Z"
     }
 
     /// Google APIs' error shape: `{"error": {"code", "message", "status"}}`.

@@ -65,6 +65,10 @@ public enum ParserInvariants {
         ADCFileInvariant.self,
         SignJwtAnswerInvariant.self,
         IDTokenAnswerInvariant.self,
+        GenerateAccessTokenAnswerInvariant.self,
+        SubjectTokenInvariant.self,
+        ExecutableResponseInvariant.self,
+        AWSCredentialsAnswerInvariant.self,
     ]
 }
 

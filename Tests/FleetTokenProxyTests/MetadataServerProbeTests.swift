@@ -15,4 +15,11 @@ final class MetadataServerProbeTests: XCTestCase {
         XCTAssertFalse(says("HTTP/1.1 200 OK\r\nX-Metadata-Flavor: Google\r\n\r\n"))
         XCTAssertFalse(says(""))
     }
+
+    func testATokenAnswerIsGooglesOnlyWhenItSaysMetadataFlavorGoogle() {
+        func answer(_ fields: [String: String]) -> EndpointClient.Answer { EndpointClient.Answer(status: 200, body: [], fields: fields) }
+        XCTAssertTrue(MetadataServerExchange.saysGoogle(answer(["Metadata-Flavor": "Google"])))
+        XCTAssertFalse(MetadataServerExchange.saysGoogle(answer([:])), "no field")
+        XCTAssertFalse(MetadataServerExchange.saysGoogle(answer(["Metadata-Flavor": "Amazon"])))
+    }
 }

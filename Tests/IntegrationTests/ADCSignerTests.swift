@@ -42,6 +42,21 @@ final class ADCSignerTests: GoogleCredentialsTestCase {
         XCTAssertTrue(sidecar.log.contains("the metadata server at \(standIns.googleAddress)"), sidecar.log)
     }
 
+    func testAServerAtGCEMetadataHostThatDoesNotSayMetadataFlavorGoogleIsNotBelieved() throws {
+        standIns.sync { self.google.saysMetadataFlavor = false }
+        let sidecar = try sidecar(["--signer", "adc", "--provider-backoff-max", "0.2"], environment: ["GCE_METADATA_HOST": standIns.googleAddress])
+        defer { sidecar.stop() }
+        let answer = try call(sidecar, "/v1/providers/p/trips/t1")
+        XCTAssertEqual(answer.status, 502, answer.body)
+        XCTAssertTrue(answer.body.contains("answered without Metadata-Flavor: Google, so it is not Google's metadata server"), answer.body)
+        XCTAssertEqual(standIns.sync { self.google.metadataRequests }, 1, "it was asked, and its token not used")
+        XCTAssertEqual(fleetEngineStatistics.accepted + fleetEngineStatistics.rejected, 0, "nothing reached Fleet Engine")
+        assertNoTokenIn(answer.body + sidecar.log)
+        standIns.sync { self.google.saysMetadataFlavor = true }
+        usleep(300_000)
+        XCTAssertEqual(try call(sidecar, "/v1/providers/p/trips/t1").status, 200, "once it says so, after the backoff" + sidecar.log)
+    }
+
     func testTypesMixSourcesTheProviderForSomeADCForOthers() throws {
         let sidecar = try sidecar(["--signer", "vehicle,fleet=adc"], environment: try keyFileEnvironment(), provider: true)
         defer { sidecar.stop() }
@@ -131,6 +146,8 @@ final class ADCSignerTests: GoogleCredentialsTestCase {
         }
         XCTAssertTrue(probe(standIns.googleAddress), "the stand-in Google answers as the metadata server does")
         XCTAssertFalse(probe(standIns.fleetEngineAddress), "another HTTP server does not say Metadata-Flavor: Google")
+        standIns.sync { self.google.saysMetadataFlavor = false }
+        XCTAssertFalse(probe(standIns.googleAddress), "the same server, once it does not say so")
         let started = Date()
         XCTAssertFalse(probe("127.0.0.1:\(try freePort())"))
         XCTAssertLessThan(Date().timeIntervalSince(started), 1, "a refused connection ends the probe at once")

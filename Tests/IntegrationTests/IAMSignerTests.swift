@@ -52,6 +52,23 @@ final class IAMSignerTests: GoogleCredentialsTestCase {
         XCTAssertEqual(standIns.sync { self.google.quotaProjects }, [], "no quota project for a service account")
     }
 
+    func testGoogleCloudQuotaProjectBillsIAMButNeverReachesTheMetadataServer() throws {
+        let sidecar = try sidecar(iamFlags, environment: ["GCE_METADATA_HOST": standIns.googleAddress, "GOOGLE_CLOUD_QUOTA_PROJECT": "from-env"])
+        defer { sidecar.stop() }
+        XCTAssertEqual(try call(sidecar, "/v1/providers/p/tasks/k1").status, 200, sidecar.log)
+        XCTAssertEqual(standIns.sync { self.google.quotaProjects }, ["from-env"], "as Google's libraries apply it to the metadata server's token")
+        XCTAssertEqual(standIns.sync { self.google.tokenQuotaProjects }, [], "never on the call that makes the token")
+    }
+
+    func testGoogleCloudQuotaProjectWinsOverTheUsersOwn() throws {
+        try writeGcloudUserFile()
+        let sidecar = try sidecar(iamFlags + ["--oauth-token-endpoint", google.tokenURI], environment: ["GOOGLE_CLOUD_QUOTA_PROJECT": "from-env"])
+        defer { sidecar.stop() }
+        XCTAssertEqual(try call(sidecar, "/v1/providers/p/trips/t1").status, 200, sidecar.log)
+        XCTAssertEqual(standIns.sync { self.google.quotaProjects }, ["from-env"])
+        XCTAssertEqual(standIns.sync { self.google.tokenQuotaProjects }, [])
+    }
+
     func testEachTypeItsOwnSourceIAMADCAndTheProvider() throws {
         let sidecar = try sidecar(["--signer", "vehicle=iam:\(account)", "--iam-endpoint", "http://\(standIns.googleAddress)",
                                    "--signer", "trip=adc"], environment: try keyFileEnvironment(), provider: true)
@@ -127,6 +144,7 @@ final class IAMSignerTests: GoogleCredentialsTestCase {
         let result = try runCommand(SidecarProcess.binary.path, ["demo", "--signer", "iam", "--duration", "1", "--vehicles", "10"])
         XCTAssertEqual(result.status, 0, result.stdout + result.stderr)
         XCTAssertTrue(result.stdout.contains("tokens signed with IAM signJwt"), result.stdout)
+        XCTAssertTrue(result.stdout.contains("workload identity federation: OIDC token, STS, generateAccessToken"), "no key anywhere: \(result.stdout)")
         XCTAssertTrue(result.stdout.contains("rejected by stand-in Fleet Engine           0"), result.stdout)
     }
 }

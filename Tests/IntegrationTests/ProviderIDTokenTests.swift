@@ -29,6 +29,17 @@ final class ProviderIDTokenTests: GoogleCredentialsTestCase {
         XCTAssertFalse(sidecar.log.contains("eyJ"), "no token in the log")
     }
 
+    func testAMetadataServerThatDoesNotSayMetadataFlavorGoogleGivesNoIDToken() throws {
+        standIns.sync { self.google.saysMetadataFlavor = false }
+        let sidecar = try sidecar(["--provider-id-token-audience", audience], environment: ["GCE_METADATA_HOST": standIns.googleAddress], provider: true)
+        defer { sidecar.stop() }
+        let answer = try call(sidecar, "/v1/providers/p/vehicles/v1")
+        XCTAssertEqual(answer.status, 502, answer.body)
+        XCTAssertTrue(answer.body.contains("without Metadata-Flavor: Google"), answer.body)
+        XCTAssertEqual(identityRequests, 1)
+        XCTAssertEqual(standIns.sync { self.standIns.provider.totalFetches }, 0, "the provider is not asked without the ID token")
+    }
+
     func testAServiceAccountKeyGetsItsIDTokenFromTheTokenEndpoint() throws {
         let sidecar = try sidecar(["--provider-id-token-audience", audience], environment: try keyFileEnvironment(), provider: true)
         defer { sidecar.stop() }

@@ -24,4 +24,8 @@ final class AccessTokenSigner: TokenFetcher {
     func refused(_ key: EntityKey, token: String) {
         source.refused(token)
     }
+
+    /// What the calls carrying this token must send as `x-goog-user-project` (docs/CONTRACT.md
+    /// §4a), as Google's libraries do on every call an ADC token authorises.
+    var quotaProject: String? { source.quotaProject }
 }

@@ -44,8 +44,8 @@ extension EndpointClient {
 
     /// A client for a Google endpoint: `tls` (the system's CAs) for https only.
     convenience init(loop: EventLoop, endpoint: GoogleEndpoint, name: String, tls: TLSContext?, timeout: Double,
-                     maxConnections: Int = 2, logger: Logger) {
+                     maxConnections: Int = 2, keptFields: [String] = [], logger: Logger) {
         self.init(loop: loop, origin: endpoint.origin, name: name, tls: endpoint.scheme == .https ? tls : nil, timeout: timeout,
-                  maxConnections: maxConnections, maxBody: Self.googleMaxBody, logger: logger)
+                  maxConnections: maxConnections, maxBody: Self.googleMaxBody, keptFields: keptFields, logger: logger)
     }
 }

@@ -25,30 +25,8 @@ final class IAMSigner: TokenFetcher {
     func fetch(_ key: EntityKey, completion: @escaping (Result<FetchedToken, ProxyFailure>) -> Void) {
         let claims = FleetEngineClaims(for: key, account: account, keyID: "", wallNow: clock.wallNow, lifetime: lifetime)
         let body = Array(JSONish.object(["payload": .string(claims.claimsJSON)]).jsonText.utf8)
-        sign(body, retry: true, completion: completion)
-    }
-
-    private func sign(_ body: [UInt8], retry: Bool, completion: @escaping (Result<FetchedToken, ProxyFailure>) -> Void) {
-        accessTokens.token { [self] result in
-            switch result {
-            case .failure(let failure):
-                completion(.failure(failure))
-            case .success(let held):
-                var headers = [
-                    HeaderField(name: "Authorization", value: "Bearer " + held.value),
-                    HeaderField(name: "Content-Type", value: "application/json"),
-                    HeaderField(name: "Accept", value: "application/json"),
-                ]
-                if let project = accessTokens.quotaProject { headers.append(HeaderField(name: "x-goog-user-project", value: project)) }
-                client.send(method: "POST", target: target, headers: headers, body: body) { [self] answer in
-                    if retry, case .success(let answer) = answer, answer.status == 401 {
-                        // The access token was revoked or expired early: a fresh one, once.
-                        accessTokens.refused(held.value)
-                        return sign(body, retry: false, completion: completion)
-                    }
-                    completion(answer.flatMap { GoogleAnswer.interpret($0, from: client.name, SignJwtAnswer.parse) })
-                }
-            }
+        accessTokens.authorisedPost(body, to: target, on: client) { [client] answer in
+            completion(answer.flatMap { GoogleAnswer.interpret($0, from: client.name, SignJwtAnswer.parse) })
         }
     }
 }

@@ -1,6 +1,7 @@
 /// Reads a Google-signed ID token (docs/CONTRACT.md §4a, `--provider-id-token-audience`): the
 /// metadata server's identity endpoint answers the JWT itself as text; the token endpoint, for
-/// a service account's `target_audience` assertion, `{"id_token": "…"}`. Bounded; the lifetime
+/// a service account's `target_audience` assertion, `{"id_token": "…"}`; IAM's
+/// `generateIdToken`, for an impersonated account, `{"token": "…"}`. Bounded; the lifetime
 /// is what is left of the JWT's `exp`. No refusal quotes the token.
 package enum IDTokenAnswer {
     static let maximumTokenLength = 8192
@@ -8,8 +9,8 @@ package enum IDTokenAnswer {
     package static func parse(_ body: [UInt8], from endpoint: String, wallNow: Double) -> Result<AccessToken, ProxyFailure> {
         let token: String
         if case .object(let members)? = JSONish.parse(body) {
-            guard let value = members["id_token"]?.stringValue else {
-                return unusable("\(endpoint) answer has no \"id_token\" string")
+            guard let value = members["id_token"]?.stringValue ?? members["token"]?.stringValue else {
+                return unusable("\(endpoint) answer has no \"id_token\" or \"token\" string")
             }
             token = value
         } else {

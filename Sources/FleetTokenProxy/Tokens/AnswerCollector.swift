@@ -6,13 +6,21 @@ struct AnswerCollector {
     private(set) var status = 0
     private(set) var body: [UInt8] = []
     private(set) var tooLarge = false
+    /// The first value of each of `keptFields` the head carried.
+    private(set) var fields: [String: String] = [:]
+    private let keptFields: [String]
 
-    init(limit: Int) {
+    init(limit: Int, keptFields: [String] = []) {
         self.limit = limit
+        self.keptFields = keptFields
     }
 
     mutating func head(_ head: ResponseHead) {
         status = head.status
+        if !keptFields.isEmpty {
+            let headers = head.headers
+            for name in keptFields { fields[name] = headers[name] }
+        }
     }
 
     /// Takes a copy of the body bytes in `payload`.

@@ -7,10 +7,12 @@ import Logging
 ///
 /// Loop-bound: not `Sendable`; completions run on the loop thread.
 final class EndpointClient {
-    /// What came back: any status, the body (at most `maxBody` bytes, de-chunked).
+    /// What came back: any status, the body (at most `maxBody` bytes, de-chunked), and the
+    /// first value of each field the client was asked to keep (by its name as given).
     struct Answer: Sendable, Equatable {
         var status: Int
         var body: [UInt8]
+        var fields: [String: String] = [:]
     }
 
     typealias Completion = (Result<Answer, ProxyFailure>) -> Void
@@ -20,6 +22,9 @@ final class EndpointClient {
     let name: String
     /// The largest answer body taken; a larger one is unusable.
     let maxBody: Int
+    /// Answer fields the caller reads (the metadata server's `Metadata-Flavor`); none for the
+    /// provider, whose answers are read on the hot path.
+    let keptFields: [String]
     private let pool: HTTP1UpstreamPool
     fileprivate let loop: EventLoop
     fileprivate let timeout: Double
@@ -28,8 +33,9 @@ final class EndpointClient {
     /// `maxConnections` bounds the requests in flight; more wait for a connection. `timeout`
     /// bounds each exchange, the wait for a connection included.
     init(loop: EventLoop, origin: Origin, name: String, tls: TLSContext?, timeout: Double, maxConnections: Int, maxBody: Int,
-         logger: Logger) {
+         keptFields: [String] = [], logger: Logger) {
         self.loop = loop
+        self.keptFields = keptFields
         self.origin = origin
         self.name = name
         self.timeout = timeout
@@ -105,7 +111,7 @@ private final class EndpointExchange: ResponseSink {
         self.method = method
         self.request = request
         self.completion = completion
-        answer = AnswerCollector(limit: client.maxBody)
+        answer = AnswerCollector(limit: client.maxBody, keptFields: client.keptFields)
     }
 
     func finish(_ result: Result<EndpointClient.Answer, ProxyFailure>) {
@@ -138,7 +144,7 @@ private final class EndpointExchange: ResponseSink {
         if answer.tooLarge {
             finish(.failure(.providerAnswerUnusable("\(client.name) answer is larger than \(client.maxBody) bytes")))
         } else {
-            finish(.success(EndpointClient.Answer(status: answer.status, body: answer.body)))
+            finish(.success(EndpointClient.Answer(status: answer.status, body: answer.body, fields: answer.fields)))
         }
     }
 

@@ -28,7 +28,9 @@ class GoogleCredentialsTestCase: XCTestCase {
     func sidecar(_ flags: [String], environment: [String: String], provider: Bool = false) throws -> SidecarProcess {
         try SidecarProcess(["--upstream", "http://\(standIns.fleetEngineAddress)"]
             + (provider ? ["--provider-url", standIns.providerTemplate] : []) + flags,
-            environment: ["HOME": directory, "GOOGLE_APPLICATION_CREDENTIALS": "", "GCE_METADATA_HOST": ""].merging(environment) { $1 })
+            // Nothing of the test host's own credentials settings: each test says what it wants.
+            environment: ["HOME": directory, "GOOGLE_APPLICATION_CREDENTIALS": "", "GCE_METADATA_HOST": "", "GOOGLE_CLOUD_QUOTA_PROJECT": "",
+                          "GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES": ""].merging(environment) { $1 })
     }
 
     /// The stand-in Google's service-account key as an ADC file whose token URI is the stand-in.

@@ -83,6 +83,21 @@ final class StandInHost: @unchecked Sendable {
         if let failure { throw failure }
     }
 
+    /// Serves a stand-in EC2 instance metadata service on its own loopback port.
+    func serveAWS() throws -> (aws: StandInAWS, address: String) {
+        var result: Result<(StandInAWS, String), Error>!
+        sync {
+            let aws = StandInAWS()
+            let server = BufferedHTTPServer(loop: self.loop, handler: aws.handler)
+            do {
+                let address = try server.listen(on: .inet(host: "127.0.0.1", port: 0))
+                self.servers.append(server)
+                result = .success((aws, address))
+            } catch { result = .failure(error) }
+        }
+        return try result.get()
+    }
+
     var providerTemplate: String { "http://\(providerAddress)/token/{provider}/{type}/{id}" }
 
     /// Runs `body` on the loop thread and returns its result.
