@@ -219,8 +219,8 @@ final class H2CallStateTests: XCTestCase {
         XCTAssertEqual(state.upstreamHeaderBlock(endStream: true, informational: false, unauthenticated: true), .retryWithFreshToken)
         XCTAssertEqual(state.state, .awaitingToken(callDeadline: nil, sends: .init(attempt: 1, starts: 1)))
         XCTAssertEqual(state.tokenArrived(), .startUpstream)
-        XCTAssertEqual(state.state, .forwarding(.init(sends: .init(attempt: 2, starts: 2), copied: nil)))
-        XCTAssertEqual(state.requestBodyRead(count: 100, remaining: 0), .send(keepCopy: false), "nothing is kept for a third attempt")
+        XCTAssertEqual(state.state, .forwarding(.init(sends: .init(attempt: 2, starts: 2), copied: 0)))
+        XCTAssertEqual(state.requestBodyRead(count: 100, remaining: 0), .send(keepCopy: true), "kept for a resend (not for a third token)")
         XCTAssertEqual(state.upstreamHeaderBlock(endStream: true, informational: false, unauthenticated: true), .relayHead(endStream: true),
                        "the second UNAUTHENTICATED goes to the client")
     }
@@ -349,9 +349,8 @@ final class H2CallStateTests: XCTestCase {
         var retried = call(in: .forwarding, idempotent: true)
         _ = retried.upstreamHeaderBlock(endStream: true, informational: false, unauthenticated: true)
         _ = retried.tokenArrived()
-        _ = retried.requestBodyRead(count: 1, remaining: 0)
-        XCTAssertEqual(retried.upstreamClosed(.connectionLost(broken)), .answer(answer(.failure(broken))),
-                       "the retry with a fresh token keeps no copy")
+        XCTAssertEqual(retried.requestBodyRead(count: 1, remaining: 0), .send(keepCopy: true), "the retry keeps its copy too")
+        XCTAssertEqual(retried.upstreamClosed(.connectionLost(broken)), .resend, "so a lost retry of a PUT goes again")
     }
 
     func testAFailedExchangeBeforeTheHeadAnswersLocally() {

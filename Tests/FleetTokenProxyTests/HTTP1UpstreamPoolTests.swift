@@ -164,7 +164,7 @@ final class HTTP1UpstreamPoolTests: BacklogListenerTestCase {
         final class Sink: ResponseSink {
             var connection: HTTP1UpstreamConnection?
             func responseHead(_ head: ResponseHead, from connection: HTTP1UpstreamConnection) {}
-            func responseBody(_ payload: borrowing EventBuffer, from connection: HTTP1UpstreamConnection) {}
+            func responseBody(_ bytes: ByteView, from connection: HTTP1UpstreamConnection) {}
             func responseEnded(from connection: HTTP1UpstreamConnection) {}
             func responseFailed(_ failure: ProxyFailure, retryable: Bool) {}
         }
@@ -193,7 +193,7 @@ final class HTTP1UpstreamPoolTests: BacklogListenerTestCase {
         final class Sink: ResponseSink {
             var failure: ProxyFailure?
             func responseHead(_ head: ResponseHead, from connection: HTTP1UpstreamConnection) {}
-            func responseBody(_ payload: borrowing EventBuffer, from connection: HTTP1UpstreamConnection) {}
+            func responseBody(_ bytes: ByteView, from connection: HTTP1UpstreamConnection) {}
             func responseEnded(from connection: HTTP1UpstreamConnection) {}
             func responseFailed(_ failure: ProxyFailure, retryable: Bool) { self.failure = failure }
         }

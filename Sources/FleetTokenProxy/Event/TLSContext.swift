@@ -14,6 +14,8 @@ package final class TLSContext {
     private let alpn: [String]
     /// Client contexts only: sessions kept per origin and offered again (docs/CONTRACT.md §7).
     private let resumption: TLSResumption?
+    /// Server contexts with ALPN only: the protocols offered, which the selection callback reads.
+    private var serverALPN: ServerALPN?
 
     /// A client context: peer verification on, TLS 1.2 or later, optional ALPN list.
     package static func client(trust: TrustStore, alpn: [String] = []) -> TLSContext {
@@ -42,6 +44,15 @@ package final class TLSContext {
         }
         guard SSL_CTX_use_PrivateKey_file(ctx, keyFile, SSL_FILETYPE_PEM) == 1 else {
             throw TLSError.fromQueue("cannot load key \(keyFile)")
+        }
+        if !alpn.isEmpty {
+            let protocols = ServerALPN(alpn)
+            context.serverALPN = protocols
+            // The context holds `protocols` for as long as OpenSSL may call back with it.
+            SSL_CTX_set_alpn_select_cb(ctx, { _, out, outLength, offered, offeredLength, arg in
+                guard let arg, let out, let outLength, let offered else { return ServerALPN.noAcknowledgement }
+                return Unmanaged<ServerALPN>.fromOpaque(arg).takeUnretainedValue().select(out, outLength, offered, offeredLength)
+            }, Unmanaged.passUnretained(protocols).toOpaque())
         }
         return context
     }
@@ -144,5 +155,37 @@ enum OpenSSLErrors {
         ERR_error_string_n(code, &buffer, buffer.count)
         let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
         return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
+/// The protocols a server context offers by ALPN, in the wire format (each a length byte, then
+/// its name), and the choice among a client's. Invariant: `wire` is allocated once, never
+/// written after `init`, and freed in `deinit`; a choice points into it, which is what OpenSSL
+/// asks of a selection callback (the memory outlives the handshake: the context holds this).
+private final class ServerALPN {
+    static let acknowledged: Int32 = 0 // SSL_TLSEXT_ERR_OK
+    static let noAcknowledgement: Int32 = 3 // SSL_TLSEXT_ERR_NOACK: no protocol in common, none chosen
+    private let wire: UnsafeMutableBufferPointer<UInt8>
+
+    init(_ protocols: [String]) {
+        var bytes: [UInt8] = []
+        for name in protocols { bytes.append(UInt8(name.utf8.count)); bytes.append(contentsOf: name.utf8) }
+        wire = .allocate(capacity: bytes.count)
+        _ = wire.initialize(from: bytes)
+    }
+
+    deinit { wire.deallocate() }
+
+    /// The first of this server's protocols the client offers (RFC 7301: the server's
+    /// preference), or no acknowledgement.
+    func select(_ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>, _ outLength: UnsafeMutablePointer<UInt8>,
+                _ offered: UnsafePointer<UInt8>, _ offeredLength: UInt32) -> Int32 {
+        var chosen: UnsafeMutablePointer<UInt8>?
+        var chosenLength: UInt8 = 0
+        let rc = SSL_select_next_proto(&chosen, &chosenLength, wire.baseAddress, UInt32(wire.count), offered, offeredLength)
+        guard rc == OPENSSL_NPN_NEGOTIATED, let chosen else { return Self.noAcknowledgement }
+        out.pointee = UnsafePointer(chosen)
+        outLength.pointee = chosenLength
+        return Self.acknowledged
     }
 }

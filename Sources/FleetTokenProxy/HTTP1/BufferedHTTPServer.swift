@@ -39,6 +39,14 @@ package final class BufferedHTTPServer {
     }
 
     private func accept(_ fd: Int32) {
+        guard let bev = Self.bufferevent(accepted: fd, loop: loop, tls: tls) else { return }
+        let connection = BufferedServerConnection(bev: bev, server: self, isTLS: tls != nil)
+        connections[ObjectIdentifier(connection)] = connection
+    }
+
+    /// A bufferevent for an accepted socket (TCP_NODELAY, non-blocking), accepting TLS when
+    /// `tls` is given; nil (the socket closed) when it cannot be made.
+    static func bufferevent(accepted fd: Int32, loop: EventLoop, tls: TLSContext?) -> OpaquePointer? {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         _ = evutil_make_socket_nonblocking(fd)
@@ -49,9 +57,8 @@ package final class BufferedHTTPServer {
         } else if tls == nil {
             bev = bufferevent_socket_new(loop.base, fd, options)
         }
-        guard let bev else { Glibc.close(fd); return }
-        let connection = BufferedServerConnection(bev: bev, server: self, isTLS: tls != nil)
-        connections[ObjectIdentifier(connection)] = connection
+        if bev == nil { Glibc.close(fd) }
+        return bev
     }
 
     func closed(_ connection: BufferedServerConnection) {

@@ -4,8 +4,8 @@ import Logging
 /// One keep-alive HTTP/1.1 connection to an origin (Fleet Engine or the token provider),
 /// owned by its `HTTP1UpstreamPool`. The borrower sends a whole request (`send`), then calls
 /// `beginExchange`; the response arrives at the borrower's `ResponseSink`: its head, then its
-/// body's bytes as they come, de-chunked here (the one place a chunked answer is decoded),
-/// then its end.
+/// body's bytes as they come, lent straight from the input and de-chunked here (the one place
+/// a chunked answer is decoded), then its end.
 final class HTTP1UpstreamConnection: TransportDelegate {
     private enum State {
         case connecting
@@ -33,9 +33,6 @@ final class HTTP1UpstreamConnection: TransportDelegate {
     private var sink: ResponseSink?
     private var requestMethod = "GET"
     private var bytesReceived = false
-    /// The body bytes handed to the sink, de-chunked: one buffer for the connection's life, not
-    /// one per exchange; empty between hand-overs.
-    private let payload = EventBuffer()
     private let limits: ClientLimits
     /// True once one exchange completed on this connection: a failure before any answer on a
     /// reused connection is the keep-alive race, and the request may be sent again.
@@ -157,10 +154,7 @@ final class HTTP1UpstreamConnection: TransportDelegate {
         switch progress {
         case .remaining(let n):
             let take = min(n, available)
-            if take > 0 {
-                transport.removeInput(take, into: payload)
-                deliver()
-            }
+            if take > 0 { deliver(take) }
             guard transport.isOpen else { return }
             if n - take == 0 { finish(); return }
             state = .readingBody(.remaining(n - take))
@@ -171,15 +165,11 @@ final class HTTP1UpstreamConnection: TransportDelegate {
                 fail(.upstreamUnavailable("malformed chunked body from \(pool.origin): \(failure.message)"))
             case .success(let finished):
                 state = .readingBody(.chunked(scanner))
-                if !payload.isEmpty { deliver() }
                 guard transport.isOpen else { return }
                 if finished { finish() }
             }
         case .untilClose:
-            if available > 0 {
-                transport.removeInput(available, into: payload)
-                deliver()
-            }
+            if available > 0 { deliver(available) }
         }
     }
 
@@ -267,10 +257,17 @@ final class HTTP1UpstreamConnection: TransportDelegate {
         transport.setTimeouts(read: seconds, write: limits.responseTimeout)
     }
 
-    /// Hands `payload` to the sink, which takes the bytes it wants; the rest are dropped.
-    private func deliver() {
-        sink?.responseBody(payload, from: self)
-        payload.drainAll()
+    /// Lends the first `count` bytes of the input to the sink, a chain at a time, then drops
+    /// them. The sink copies what it keeps and never closes the connection from inside the
+    /// call (it discards it through the pool later, if at all), so the chains stay valid.
+    private func deliver(_ count: Int) {
+        if let sink {
+            transport.forEachInputChain(limit: count) { piece in
+                sink.responseBody(ByteView(piece), from: self)
+                return transport.isOpen
+            }
+        }
+        transport.drainInput(count)
     }
 
     private func finish() {
@@ -294,13 +291,15 @@ final class HTTP1UpstreamConnection: TransportDelegate {
     }
 
     /// Runs the chunk scanner over the input's chains in place (no pull-up of large bodies),
-    /// the chunks' data into `payload` and the framing consumed; whether the body ended.
+    /// lending the chunks' data to the sink as it goes, and drops what it consumed; whether
+    /// the body ended.
     private func dechunk(_ scanner: inout ChunkedBodyScanner) -> Result<Bool, ProxyFailure> {
         var total = 0
         var finished = false
         var failure: ProxyFailure?
+        let sink = self.sink
         transport.forEachInputChain { piece in
-            switch scanner.scan(piece, onData: { self.payload.add($0) }) {
+            switch scanner.scan(piece, onData: { sink?.responseBody(ByteView($0), from: self) }) {
             case .failure(let f):
                 failure = f
                 return false

@@ -2,9 +2,9 @@
 /// pieces, then exactly one of `responseEnded` or `responseFailed`.
 protocol ResponseSink: AnyObject {
     func responseHead(_ head: ResponseHead, from connection: HTTP1UpstreamConnection)
-    /// Body bytes, de-chunked: the sink moves out (or copies) those it keeps before it
-    /// returns; the connection drops what is left.
-    func responseBody(_ payload: borrowing EventBuffer, from connection: HTTP1UpstreamConnection)
+    /// Body bytes, de-chunked, in order (one call a contiguous piece): lent for the call only,
+    /// copied by the sink if kept; the connection drops them from its input afterwards.
+    func responseBody(_ bytes: ByteView, from connection: HTTP1UpstreamConnection)
     /// The body is complete. The connection is already back in its pool (or closed).
     func responseEnded(from connection: HTTP1UpstreamConnection)
     /// The exchange broke. `retryable` says the request can be sent again safely (a reused

@@ -23,7 +23,7 @@
 /// | routing         | routed                                     | awaitingToken   | fetchToken, arm (grpc-timeout) or cancel the timer |
 /// | awaitingToken   | requestData                                | awaitingToken   | buffer (no stream credit)                  |
 /// | awaitingToken   | tokenArrived                               | forwarding      | startUpstream (start 1 of at most 3)       |
-/// | forwarding      | requestBodyRead                            | forwarding      | send (keepCopy while ≤ 64 KiB, attempt 1), end or wait |
+/// | forwarding      | requestBodyRead                            | forwarding      | send (keepCopy while ≤ 64 KiB), end or wait |
 /// | forwarding      | upstreamHeaderBlock 1xx                    | forwarding      | skipInterim                                |
 /// | forwarding      | upstreamHeaderBlock 401/16, `ReplayPolicy` allows | awaitingToken (retry) | retryWithFreshToken           |
 /// | forwarding      | upstreamHeaderBlock                        | relaying        | relayHead                                  |
@@ -74,8 +74,9 @@ struct H2CallState: Equatable {
 
     struct Forwarding: Equatable {
         var sends: Sends
-        /// Request body bytes this exchange took, while all are copied for a retry; nil once a
-        /// byte went that was not copied (past `replayLimit`, or on the retry itself).
+        /// Request body bytes this exchange took, while all are copied for a resend (every send
+        /// keeps its copy: `ReplayPolicy` bounds the sends); nil once a byte went that was not
+        /// copied (past `ReplayPolicy.bodyBound`).
         var copied: Int?
         /// A request body byte left in this exchange: it is not sent again if refused or lost.
         var bodySent = false
@@ -296,7 +297,7 @@ struct H2CallState: Equatable {
         guard case .awaitingToken(_, var sends) = state else { return nil }
         sends.attempt += 1
         sends.starts += 1
-        state = .forwarding(Forwarding(sends: sends, copied: sends.attempt == 1 ? 0 : nil))
+        state = .forwarding(Forwarding(sends: sends, copied: 0))
         return .startUpstream
     }
 
@@ -439,7 +440,7 @@ struct H2CallState: Equatable {
         }
         var sends = forwarding.sends
         sends.starts += 1
-        state = .forwarding(Forwarding(sends: sends, copied: sends.attempt == 1 ? 0 : nil))
+        state = .forwarding(Forwarding(sends: sends, copied: 0))
         return .resend
     }
 

@@ -23,15 +23,12 @@ struct AnswerCollector {
         }
     }
 
-    /// Takes a copy of the body bytes in `payload`.
-    mutating func take(_ payload: borrowing EventBuffer) {
-        guard !tooLarge && body.count + payload.count <= limit else {
+    /// Takes a copy of body bytes.
+    mutating func take(_ bytes: ByteView) {
+        guard !tooLarge && body.count + bytes.count <= limit else {
             tooLarge = true
             return
         }
-        payload.forEachPiece { piece in
-            body.append(contentsOf: piece.buffer)
-            return true
-        }
+        body.append(contentsOf: bytes.buffer)
     }
 }

@@ -135,8 +135,8 @@ private final class EndpointExchange: ResponseSink {
         answer.head(head)
     }
 
-    func responseBody(_ payload: borrowing EventBuffer, from connection: HTTP1UpstreamConnection) {
-        answer.take(payload)
+    func responseBody(_ bytes: ByteView, from connection: HTTP1UpstreamConnection) {
+        answer.take(bytes)
     }
 
     func responseEnded(from connection: HTTP1UpstreamConnection) {

@@ -10,13 +10,12 @@
 /// The request: the head the client half writes for HTTP/1.1; the body pulled from the client
 /// half, held and sent with the head by its length when it has all arrived (up to
 /// `ReplayPolicy.bodyBound`), else streamed by the client's declared length, or chunked, never
-/// past the upstream connection's high-water mark. Under a `content-length` the request's last byte waits for
-/// the client's END_STREAM: only the end of the stream shows the body is no longer than it
-/// said, and until then the upstream must not hold a request it could read as complete (a
-/// longer body breaks the exchange, and the upstream is left a request cut short). The
-/// answer: its head as read (`AnswerHead.http1`), its body (de-chunked by the connection)
-/// handed over as it arrives; reading pauses while the client half holds more than
-/// `responseBound` bytes it has not taken.
+/// past the upstream connection's high-water mark; under a declared length its last byte waits
+/// for the body's end (`H1UpstreamExchangeState`). The answer: its head as read
+/// (`AnswerHead.http1`), its body (de-chunked by the connection) handed over as it arrives;
+/// reading pauses while the client half holds more than `responseBound` bytes it has not
+/// taken. What happens when is `state`'s decision; this class holds the bytes and the
+/// connection and carries the actions out.
 ///
 /// `delegate` is strong and dropped when the exchange is cancelled or reports its end; the
 /// client half drops its own reference to this one when the call finishes. The connection is
@@ -28,27 +27,24 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
     static let responseBound = HTTP2UpstreamConnection.responseBufferBound
     private static let pullBytes = 16 * 1024
 
+    /// Unchecked exclusivity (docs/ARCHITECTURE.md, State machines): the machine is a value
+    /// whose mutating methods touch nothing but itself and return before the shell acts on
+    /// their action, all on the loop's one thread, so no two accesses to it can overlap; the
+    /// runtime's check of each event (a thread-local access set, about 120 instructions) could
+    /// never fire.
+    @exclusivity(unchecked) private var state = H1UpstreamExchangeState(responseBound: responseBound)
     private var delegate: UpstreamExchangeDelegate?
+    private var ticket: PoolTicket?
+    private var connection: HTTP1UpstreamConnection?
     private let pool: HTTP1UpstreamPool
     private let loop: EventLoop
     private let host: String
     private let highWater: Int
     private let method: String
-    private var ticket: PoolTicket?
-    private var connection: HTTP1UpstreamConnection?
-    private var framing = H1MessageTranslation.RequestFraming.none
-    /// Body bytes still owed under `.contentLength`.
-    private var bodyLeft = 0
-    /// The request's last byte (of its body, or of its head when nothing is owed), held while
-    /// the client has not ended its stream; sent when it does.
-    private var heldLastByte: UInt8?
-    private var requestEnded = false
-    /// The answer's head when no body follows it: reported at the answer's end, once the
-    /// connection is back in the pool, so a retry it causes never costs the connection.
-    private var bodilessHead: ResponseHead?
-    private var responseDelivered = 0
-    private var responseTaken = 0
-    private var readingPaused = false
+    /// The request's last byte, while `state` holds it back.
+    private var heldLastByte: UInt8 = 0
+    /// The answer's head while `state` holds it for the answer's end.
+    private var heldHead: ResponseHead?
     /// Resumes reading after the current callbacks, not inside the client session's read of the
     /// answer; made the first time reading pauses.
     private var resumeWakeup: LoopWakeup?
@@ -75,6 +71,7 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
     private func start() {
         guard let delegate else { return }
         if let failure = delegate.http1Refusal {
+            _ = state.noConnection()
             end(.failed(failure))
             return
         }
@@ -86,8 +83,13 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
         ticket = pool.acquire { [self] result in
             ticket = nil
             switch result {
-            case .failure(let failure): end(.failed(failure))
-            case .success(let connection): lent(connection)
+            case .failure(let failure):
+                switch state.noConnection() {
+                case .reportFailure?: end(.failed(failure))
+                case nil: break
+                }
+            case .success(let connection):
+                lent(connection)
             }
         }
     }
@@ -102,35 +104,32 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
     /// The request is sent on `connection`: its head, and the body held with it when it has
     /// all arrived; the rest is pumped as the client half has it.
     private func lent(_ connection: HTTP1UpstreamConnection) {
-        guard let delegate else {
-            pool.release(connection, reusable: true)
-            return
-        }
         // The held body crosses in the pool's buffer, emptied once it is written (or refused).
-        let hasBody = delegate.requestHasBody
-        let whole = !hasBody || pullHeld(from: delegate)
-        let heldCount = hasBody ? pool.crossing.count : 0
-        var framing = H1MessageTranslation.framing(wholeBody: whole ? heldCount : nil, declaredLength: delegate.requestDeclaredLength)
-        if case .success(.contentLength(let n)) = framing, heldCount > n {
-            framing = .failure(.malformedRequest("the request body is longer than its content-length"))
+        let whole: Bool
+        let held: Int
+        if let delegate, state.phase == .awaitingConnection {
+            let hasBody = delegate.requestHasBody
+            whole = !hasBody || pullHeld(from: delegate)
+            held = hasBody ? pool.crossing.count : 0
+        } else {
+            (whole, held) = (true, 0)
         }
-        switch framing {
-        case .failure(let failure):
+        switch state.connectionLent(held: held, whole: whole, declaredLength: delegate?.requestDeclaredLength) {
+        case .giveBack:
+            pool.release(connection, reusable: true)
+        case .refuse(let failure):
             pool.crossing.drainAll()
             pool.release(connection, reusable: true)
             end(.failed(failure))
-        case .success(let framing):
+        case .sendHead(let framing, let holdLastByte, let pumpBody):
+            guard let delegate else { return }
             self.connection = connection
-            self.framing = framing
-            if case .contentLength(let n) = framing { bodyLeft = n - heldCount }
-            requestEnded = whole
-            let holdLastByte = !whole && framing == .contentLength(heldCount)
             connection.beginExchange(method: method, sink: self)
             // Head and held body in one write: one packet, one wake-up of the upstream.
             HeadWriter.withBytes({ out in
                 delegate.writeRequestHead(host: host, framing: framing, to: &out)
-                guard heldCount > 0 else { return }
-                if framing == .chunked { Self.writeChunkHeader(heldCount, to: &out) }
+                guard held > 0 else { return }
+                if framing == .chunked { Self.writeChunkHeader(held, to: &out) }
                 pool.crossing.forEachPiece { out.write($0.buffer); return true }
                 if framing == .chunked { out.write(literal: "\r\n") }
             }, use: { bytes in
@@ -138,8 +137,8 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
                 connection.send(UnsafeRawBufferPointer(rebasing: bytes.dropLast()))
                 heldLastByte = last
             })
-            if heldCount > 0 { pool.crossing.drainAll() }
-            if !whole { pumpRequestBody() }
+            if held > 0 { pool.crossing.drainAll() }
+            if pumpBody { pumpRequestBody() }
         }
     }
 
@@ -160,40 +159,30 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
     /// (`connectionDrained` comes back here).
     private func pumpRequestBody() {
         defer { pool.crossing.drainAll() }
-        while !requestEnded, let connection, let delegate, connection.outputLength <= highWater {
+        while state.wantsBody, let connection, let delegate, connection.outputLength <= highWater {
             switch delegate.pullRequestBody(upTo: Self.pullBytes, { pool.crossing.add($0) }) {
             case .wait:
                 return
-            case .bytes(_, let end):
-                send(end: end, on: connection)
+            case .bytes(let count, let end):
+                send(state.bodyPulled(count: count, end: end), on: connection)
             }
         }
     }
 
-    /// Sends the body bytes just pulled into the pool's crossing buffer in the request's
-    /// framing; a body that does not fit its framing (more or fewer bytes than its length)
-    /// ends the exchange before a byte past it leaves.
-    private func send(end isLast: Bool, on connection: HTTP1UpstreamConnection) {
-        let count = pool.crossing.count
-        switch framing {
-        case .contentLength:
-            guard count <= bodyLeft, !isLast || count == bodyLeft else {
-                return broke(.malformedRequest("the request body is not as long as its content-length"))
-            }
-            bodyLeft -= count
-            if isLast, let last = heldLastByte {
-                // Nothing can follow a held byte but the end (the guard): the request is whole.
-                heldLastByte = nil
-                connection.send([last])
-            } else if !isLast, bodyLeft == 0, count > 0 {
-                connection.send(pool.crossing, count: count - 1)
+    /// Sends what `state` decided of the body bytes just pulled into the pool's crossing
+    /// buffer.
+    private func send(_ action: H1UpstreamExchangeState.BodyAction?, on connection: HTTP1UpstreamConnection) {
+        switch action {
+        case .send(let count, let holdingLastByte)?:
+            connection.send(pool.crossing, count: count)
+            if holdingLastByte {
                 withUnsafeTemporaryAllocation(byteCount: 1, alignment: 1) { last in
                     if pool.crossing.remove(into: last) == 1 { heldLastByte = last[0] }
                 }
-            } else if count > 0 {
-                connection.send(pool.crossing, count: count)
             }
-        case .chunked:
+        case .sendHeldByte?:
+            connection.send([heldLastByte])
+        case .sendChunk(let count, let last)?:
             // The chunk with its framing in one write.
             HeadWriter.withBytes({ out in
                 if count > 0 {
@@ -201,28 +190,22 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
                     pool.crossing.forEachPiece { out.write($0.buffer); return true }
                     out.write(literal: "\r\n")
                 }
-                if isLast { out.write(literal: "0\r\n\r\n") }
+                if last { out.write(literal: "0\r\n\r\n") }
             }, use: { connection.send($0) })
-        case .none:
-            guard count == 0 else { return broke(.malformedRequest("the request body came after its end")) }
+        case .broke(let failure)?:
+            // Emptied before the report, which may start another exchange that uses it.
+            pool.crossing.drainAll()
+            self.connection = nil
+            pool.discard(connection, reason: failure.message)
+            end(.failed(failure))
+        case nil:
+            break
         }
-        if isLast { requestEnded = true }
     }
 
     private static func writeChunkHeader(_ count: Int, to out: inout HeadWriter) {
         out.write(String(count, radix: 16))
         out.write(literal: "\r\n")
-    }
-
-    /// The exchange fails with its connection, which a half-sent request leaves unusable.
-    private func broke(_ failure: ProxyFailure) {
-        // Emptied before the report, which may start another exchange that uses it.
-        pool.crossing.drainAll()
-        if let connection {
-            self.connection = nil
-            pool.discard(connection, reason: failure.message)
-        }
-        end(.failed(failure))
     }
 
     // MARK: UpstreamExchange
@@ -232,51 +215,63 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
     }
 
     func responseTaken(count: Int) {
-        responseTaken += count
-        guard readingPaused, responseDelivered - responseTaken <= Self.responseBound else { return }
-        readingPaused = false
-        resumeWakeup?.soon()
+        switch state.answerTaken(count) {
+        case .resumeReading?: resumeWakeup?.soon()
+        case nil: break
+        }
     }
 
     func cancel(_ why: UpstreamCancel) {
         delegate = nil
-        ticket?.cancel()
-        ticket = nil
         resumeWakeup?.cancel()
-        guard let connection else { return }
-        self.connection = nil
-        pool.discard(connection, reason: why == .superseded ? "the call is sent again" : "the call ended")
+        switch state.cancelled() {
+        case .cancelTicket?:
+            ticket?.cancel()
+            ticket = nil
+        case .discardConnection?:
+            guard let connection else { return }
+            self.connection = nil
+            pool.discard(connection, reason: why == .superseded ? "the call is sent again" : "the call ended")
+        case nil:
+            break
+        }
     }
 
     // MARK: ResponseSink
 
-    var requestFullySent: Bool { requestEnded }
+    var requestFullySent: Bool { state.requestFullySent }
 
     func responseHead(_ head: ResponseHead, from connection: HTTP1UpstreamConnection) {
         guard connection === self.connection, let delegate else { return }
         let framing = head.framing(requestMethod: method)
+        let bodiless: Bool
         switch framing {
-        case .none, .contentLength(0):
-            bodilessHead = head
-        case .chunked, .contentLength, .untilClose:
-            delegate.upstreamHeaderBlock(.http1(head, framing: framing), endStream: false)
+        case .none, .contentLength(0): bodiless = true
+        case .chunked, .contentLength, .untilClose: bodiless = false
+        }
+        switch state.answerHead(bodiless: bodiless) {
+        case .reportHead?: delegate.upstreamHeaderBlock(.http1(head, framing: framing), endStream: false)
+        case .holdHead?: heldHead = head
+        case nil: break
         }
     }
 
-    func responseBody(_ payload: borrowing EventBuffer, from connection: HTTP1UpstreamConnection) {
+    func responseBody(_ bytes: ByteView, from connection: HTTP1UpstreamConnection) {
         guard connection === self.connection, let delegate else { return }
-        responseDelivered += payload.count
-        payload.forEachPiece { piece in
-            delegate.upstreamData(piece)
-            return self.delegate != nil // cancelled meanwhile: nothing more is reported
-        }
-        guard self.connection === connection, !readingPaused, responseDelivered - responseTaken > Self.responseBound else { return }
-        readingPaused = true
-        connection.pauseReading()
-        if resumeWakeup == nil {
-            resumeWakeup = LoopWakeup(loop: loop) { [unowned self] in
-                if !readingPaused { self.connection?.resumeReading() }
+        delegate.upstreamData(bytes)
+        guard self.connection === connection else { return }
+        switch state.answerBytes(bytes.count) {
+        case .pauseReading?:
+            connection.pauseReading()
+            if resumeWakeup == nil {
+                resumeWakeup = LoopWakeup(loop: loop) { [unowned self] in
+                    if case .exchanging(_, .relaying(let relaying)) = state.phase, !relaying.readingPaused {
+                        self.connection?.resumeReading()
+                    }
+                }
             }
+        case nil:
+            break
         }
     }
 
@@ -285,22 +280,30 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
         // Back in the pool already: it may carry another call from now on.
         self.connection = nil
         resumeWakeup?.cancel()
-        if let head = bodilessHead {
-            bodilessHead = nil
-            delegate?.upstreamHeaderBlock(.http1(head, framing: head.framing(requestMethod: method)), endStream: true)
-        } else {
-            delegate?.upstreamDataEnded()
+        switch state.answerEnded() {
+        case .reportEnd(let withHeldHead)?:
+            if withHeldHead, let head = heldHead {
+                heldHead = nil
+                delegate?.upstreamHeaderBlock(.http1(head, framing: head.framing(requestMethod: method)), endStream: true)
+            } else {
+                delegate?.upstreamDataEnded()
+            }
+            end(.completed)
+        case nil:
+            break
         }
-        end(.completed)
     }
 
     func responseFailed(_ failure: ProxyFailure, retryable: Bool) {
         guard connection != nil else { return }
         connection = nil
         resumeWakeup?.cancel()
+        switch state.connectionBroke(retryable: retryable) {
         // The keep-alive race: the origin closed a reused connection before answering, maybe
         // after reading the request (`ReplayPolicy` resends only what may run twice).
-        end(retryable ? .connectionLost(failure) : .failed(failure))
+        case .reportBreak(let lost)?: end(lost ? .connectionLost(failure) : .failed(failure))
+        case nil: break
+        }
     }
 
     func connectionDrained(_ connection: HTTP1UpstreamConnection) {
