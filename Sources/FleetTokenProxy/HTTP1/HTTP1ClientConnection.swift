@@ -367,22 +367,14 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
 
     private func lookUpToken(call number: Int) {
         guard let call = inFlight else { return }
-        // A hit is answered here, with no closure made. A call that waits holds the connection
-        // strongly until the cache answers (exactly once, within the fetch's bound): a weak
-        // reference would give the connection a side table, and every retain and release of
-        // it for the rest of its life the slow path. An answer for a call that ended finds
-        // no `inFlight` call of that number and is dropped.
-        // The record keeps the first lookup's outcome (a refetch after a 401 does not change
-        // it), noted before any answer can end the call.
-        let first = call.record.cacheOutcome == nil
-        let answer = core.cache.token(for: call.key) {
-            if first { call.record.cacheOutcome = "miss" }
-            return { [self] result in tokenAnswered(result, call: number) }
+        // A call that waits holds the connection strongly until the cache answers (exactly
+        // once, within the fetch's bound): a weak reference would give the connection a side
+        // table, and every retain and release of it for the rest of its life the slow path. An
+        // answer for a call that ended finds no `inFlight` call of that number and is dropped.
+        let answer = core.token(for: call.key, of: call) {
+            { [self] result in tokenAnswered(result, call: number) }
         }
-        if let answer {
-            if first { call.record.cacheOutcome = "hit" }
-            tokenAnswered(answer, call: number)
-        }
+        if let answer { tokenAnswered(answer, call: number) }
     }
 
     private func tokenAnswered(_ result: Result<String, ProxyFailure>, call number: Int) {
@@ -407,7 +399,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
     /// another; the call is sent once more. The first answer never reaches the client.
     private func refetchToken(call number: Int) {
         guard let call = inFlight else { return }
-        if let old = call.token { core.cache.invalidate(call.key, token: old) }
+        core.tokenRefused(call.token, for: call.key)
         call.token = nil
         lookUpToken(call: number)
     }

@@ -547,24 +547,19 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
     private func fetchToken(_ call: H2ClientCall) {
         guard let key = call.key else { return }
         let stream = call.clientStream
-        // A hit is answered here, with no closure made. A call that waits is found again by
-        // stream id (HTTP/2 never reuses one on a connection, and a call leaves `calls` when its
-        // stream closes or the connection closes). No weak references, which give their object
-        // a side table and slow reference counting for the rest of its life: the cache calls
-        // back exactly once, so holding the connection until then keeps a closed one a little
-        // longer at most. The outcome is noted before any answer can end the call.
-        let answer = core.cache.token(for: key) {
-            if call.record.cacheOutcome == nil { call.record.cacheOutcome = "miss" }
-            return { [self] result in
+        // A call that waits is found again by stream id (HTTP/2 never reuses one on a
+        // connection, and a call leaves `calls` when its stream closes or the connection
+        // closes). No weak references, which give their object a side table and slow reference
+        // counting for the rest of its life: the cache calls back exactly once, so holding the
+        // connection until then keeps a closed one a little longer at most.
+        let answer = core.token(for: key, of: call) {
+            { [self] result in
                 guard let call = calls[stream] else { return }
                 tokenAnswered(call, result)
                 flushSoon()
             }
         }
-        if let answer {
-            if call.record.cacheOutcome == nil { call.record.cacheOutcome = "hit" }
-            tokenAnswered(call, answer)
-        }
+        if let answer { tokenAnswered(call, answer) }
     }
 
     private func tokenAnswered(_ call: H2ClientCall, _ result: Result<String, ProxyFailure>) {
@@ -645,7 +640,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         case .retryWithFreshToken?:
             call.upstream?.cancel(.superseded)
             call.rewindRequest()
-            if let key = call.key, let old = call.token { core.cache.invalidate(key, token: old) }
+            core.tokenRefused(call.token, for: call.key)
             call.token = nil
             fetchToken(call)
         case .relayHead(let endStream)?:
