@@ -4,13 +4,17 @@ every upstream the sidecar pairs it with: the HTTP/2 upstream over h2c (`--upstr
 h2`), over TLS as `auto` picks it for an `https` upstream (the default flow to Fleet Engine),
 and the HTTP/1.1 pool over TLS. Each request is sent whole, then cut inside its head and its
 body, each piece its own segment (TCP_NODELAY, 30 ms apart); the stand-in must receive the same
-request and the client the same answer, the 401 healed and a refused stream sent again."""
+request and the client the same answer, the 401 healed and a refused stream sent again. An h2c
+client's body is cut into DATA frames the same way, on both upstream protocols."""
 from __future__ import annotations
 
 import socket
 import ssl
 import time
 
+import h2.config
+import h2.connection
+import h2.events
 import pytest
 
 from conftest import PROVIDER_ID
@@ -116,3 +120,65 @@ def test_a_refused_stream_is_sent_again_whatever_the_segmentation(pairing, new_i
         assert status.startswith(b"HTTP/1.1 200 "), f"{name}, {cut}: {status!r}"
         assert [r.status for r in engine.requests] == [0, 200], f"{name}, {cut}"
         assert engine.requests[-1].body == body
+
+
+# -- An h2c client's body cut into DATA frames -----------------------------------------------------
+
+def _h2c_cut(address: str, method: str, path: str, parts: list[bytes], declared: bool) -> int:
+    """One REST call over h2c, its body as one DATA frame per part, 30 ms apart; the status."""
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=15) as s:
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
+        conn.initiate_connection()
+        fields = [(":method", method), (":path", path), (":scheme", "http"), (":authority", address),
+                  ("content-type", "application/json")]
+        if declared:
+            fields.append(("content-length", str(sum(len(p) for p in parts))))
+        conn.send_headers(1, fields)
+        s.sendall(conn.data_to_send())
+        for i, part in enumerate(parts):
+            time.sleep(0.03)
+            conn.send_data(1, part, end_stream=i == len(parts) - 1)
+            s.sendall(conn.data_to_send())
+        status = 0
+        while True:
+            data = s.recv(65536)
+            assert data, "the sidecar closed before the answer ended"
+            for event in conn.receive_data(data):
+                if isinstance(event, h2.events.ResponseReceived):
+                    status = int(dict(event.headers)[":status"])
+                elif isinstance(event, h2.events.DataReceived):
+                    conn.acknowledge_received_data(event.flow_controlled_length, 1)
+                elif isinstance(event, h2.events.StreamReset):
+                    raise AssertionError(f"stream reset: {event.error_code}")
+                elif isinstance(event, h2.events.StreamEnded):
+                    return status
+            s.sendall(conn.data_to_send())
+
+
+@pytest.fixture(scope="module", params=["h2c-upstream", "tls-http1.1-upstream"])
+def h2c_pairing(request, sidecar_factory, signing_key, pki, tmp_path_factory):
+    """(name, sidecar, engine) for an h2c client's REST on each upstream protocol."""
+    if request.param == "h2c-upstream":
+        engine = StandInRESTOverH2([(signing_key.kid, signing_key.public_key)]).start()
+        sidecar = sidecar_factory(upstream=f"http://{engine.address}", extra_args=("--upstream-protocol", "h2"))
+    else:
+        engine = _tls_engine(signing_key, pki, tmp_path_factory.mktemp("seg-h2c"), ["h2", "http/1.1"])
+        sidecar = sidecar_factory(upstream=f"https://{engine.address}",
+                                  extra_args=("--upstream-ca-file", str(pki.ca_file), "--upstream-protocol", "http1.1"))
+    yield request.param, sidecar, engine
+    engine.stop()
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "no-length"])
+def test_an_h2c_clients_revoked_token_is_healed_whatever_its_data_frames(h2c_pairing, new_id, declared):
+    name, sidecar, engine = h2c_pairing
+    body = b'{"lastLocation":{"location":{"latitude":1.5}}}'
+    for cut, parts in {"one frame": [body], "two frames": [body[:9], body[9:]],
+                       "a byte a frame": [body[i:i + 1] for i in range(len(body))]}.items():
+        engine.reset()
+        path = f"/v1/providers/{PROVIDER_ID}/vehicles/{new_id('once401-')}:updateLocation"
+        status = _h2c_cut(sidecar.address, "POST", path, parts, declared)
+        assert status == 200, f"{name}, {cut}"
+        assert [r.status for r in engine.requests] == [401, 200], f"{name}, {cut}"
+        assert [r.body for r in engine.requests] == [body, body], f"{name}, {cut}"
