@@ -57,6 +57,27 @@ final class ADCSignerTests: GoogleCredentialsTestCase {
         XCTAssertEqual(try call(sidecar, "/v1/providers/p/trips/t1").status, 200, "once it says so, after the backoff" + sidecar.log)
     }
 
+    /// docs/CONTRACT.md §4a: the ADC token's quota project goes with every call it authorises,
+    /// over either client protocol, replacing a client's own (which would bill the sidecar's
+    /// credentials to a project of the client's choosing); a call a provider's token authorises
+    /// keeps the client's field as it came.
+    func testTheQuotaProjectGoesWithEveryCallTheADCTokenAuthorisesAndOnlyThose() throws {
+        let sidecar = try sidecar(["--signer", "vehicle=adc", "--upstream-protocol", "http1.1"],
+                                  environment: try keyFileEnvironment().merging(["GOOGLE_CLOUD_QUOTA_PROJECT": "billed-here"]) { $1 },
+                                  provider: true)
+        defer { sidecar.stop() }
+        func quotaFields(_ path: String, _ protocolFlags: [String]) throws -> [String] {
+            let status = try curl(protocolFlags + ["-o", "/dev/null", "-w", "%{http_code}", "-H", "X-Goog-User-Project: client-choice",
+                                                   sidecar.baseURL + path]).stdout
+            XCTAssertEqual(status, "200", path + sidecar.log)
+            return standIns.sync { self.standIns.seenRequests.last?.headers.values("x-goog-user-project") ?? ["(no request)"] }
+        }
+        XCTAssertEqual(try quotaFields("/v1/providers/p/vehicles/q1", ["--http1.1"]), ["billed-here"])
+        XCTAssertEqual(try quotaFields("/v1/providers/p/vehicles/q2", ["--http2-prior-knowledge"]), ["billed-here"], "an h2c client's call too")
+        XCTAssertEqual(try quotaFields("/v1/providers/p/trips/q3", ["--http1.1"]), ["client-choice"], "a provider's token: the client's field")
+        XCTAssertEqual(try quotaFields("/v1/providers/p/trips/q4", ["--http2-prior-knowledge"]), ["client-choice"])
+    }
+
     func testTypesMixSourcesTheProviderForSomeADCForOthers() throws {
         let sidecar = try sidecar(["--signer", "vehicle,fleet=adc"], environment: try keyFileEnvironment(), provider: true)
         defer { sidecar.stop() }

@@ -36,6 +36,8 @@ final class H1ClientCall: UpstreamExchangeDelegate {
     /// The body's bytes the sidecar holds: being decoded (`.chunked`) or whole (`.held`).
     var held: [UInt8] = []
     var token: String?
+    /// The `x-goog-user-project` the call carries (`QuotaProjectField`), set with its token.
+    var quotaProject: String?
     /// Bytes reserved from the process-wide buffer budget for this call.
     var reserved = 0
     /// The current send's upstream half; nil between sends and once the call ends.
@@ -102,7 +104,7 @@ final class H1ClientCall: UpstreamExchangeDelegate {
     /// The head fields translated (`H2MessageTranslation.requestFields`) straight into the head
     /// submitted: no list of its own per send.
     func appendRequestFields(to list: inout H2HeaderList) {
-        H2MessageTranslation.appendRequestFields(of: head.fields, bodyLength: bodyLength, to: &list)
+        H2MessageTranslation.appendRequestFields(of: head.fields, bodyLength: bodyLength, quotaProject: quotaProject, to: &list)
     }
 
     /// The sidecar's own parse accepted the head (docs/CONTRACT.md §7).
@@ -120,7 +122,12 @@ final class H1ClientCall: UpstreamExchangeDelegate {
         out.write(literal: " HTTP/1.1\r\nHost: ")
         out.write(host)
         out.write(literal: "\r\n")
-        HopByHop.writeEndToEndFields(of: head.fields, dropping: HopByHop.dropFromRequest, to: &out)
+        if let quotaProject {
+            HopByHop.writeEndToEndFields(of: head.fields, dropping: { HopByHop.dropFromRequest($0) || QuotaProjectField.isOne($0) }, to: &out)
+            QuotaProjectField.write(quotaProject, to: &out)
+        } else {
+            HopByHop.writeEndToEndFields(of: head.fields, dropping: HopByHop.dropFromRequest, to: &out)
+        }
         H1MessageTranslation.writeFramingAndAuthorization(framing, token: requestToken, to: &out)
     }
 

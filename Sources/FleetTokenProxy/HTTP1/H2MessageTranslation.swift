@@ -12,9 +12,16 @@ package enum H2MessageTranslation {
         return list
     }
 
-    /// `requestFields` appended to `list` (the head the upstream connection submits).
-    static func appendRequestFields(of fields: HeadFields, bodyLength: Int?, to list: inout H2HeaderList) {
-        HopByHop.appendEndToEndFields(of: fields, dropping: HopByHop.dropFromRequest, lowerCasedTo: &list)
+    /// `requestFields` appended to `list` (the head the upstream connection submits); with a
+    /// `quotaProject`, the client's `x-goog-user-project` gives way to it (docs/CONTRACT.md §4a).
+    static func appendRequestFields(of fields: HeadFields, bodyLength: Int?, quotaProject: String? = nil, to list: inout H2HeaderList) {
+        if let quotaProject {
+            HopByHop.appendEndToEndFields(of: fields, dropping: { HopByHop.dropFromRequest($0) || QuotaProjectField.isOne($0) },
+                                          lowerCasedTo: &list)
+            list.append(name: QuotaProjectField.name, value: quotaProject)
+        } else {
+            HopByHop.appendEndToEndFields(of: fields, dropping: HopByHop.dropFromRequest, lowerCasedTo: &list)
+        }
         if let bodyLength { list.append(name: "content-length", value: String(bodyLength)) }
     }
 

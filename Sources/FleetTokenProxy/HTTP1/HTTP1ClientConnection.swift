@@ -389,6 +389,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
             switch exchange.tokenArrived(call: number) {
             case .acquireUpstream(let number)?:
                 call.token = token
+                call.quotaProject = core.quotaProject(for: call.key.type)
                 startExchange(call: number)
             case nil: break
             }

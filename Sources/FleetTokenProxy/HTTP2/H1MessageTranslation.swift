@@ -78,7 +78,7 @@ package enum H1MessageTranslation {
     /// `cookie` fields joined into one (RFC 9113 §8.2.3), the sidecar's framing and the token.
     static func writeRequestHead(
         method: String, path: String, fields: H2HeaderList, host: String, token: String, framing: RequestFraming,
-        to out: inout HeadWriter
+        quotaProject: String? = nil, to out: inout HeadWriter
     ) {
         out.write(method)
         out.byte(ASCII.sp)
@@ -94,7 +94,7 @@ package enum H1MessageTranslation {
                 if value.count > 0 { cookies += 1 }
                 return true
             }
-            guard !HopByHop.dropFromRequest(name) else { return true }
+            guard !HopByHop.dropFromRequest(name), quotaProject == nil || !QuotaProjectField.isOne(name) else { return true }
             out.write(name.buffer)
             out.write(literal: ": ")
             out.write(value.buffer)
@@ -113,6 +113,7 @@ package enum H1MessageTranslation {
             }
             out.write(literal: "\r\n")
         }
+        if let quotaProject { QuotaProjectField.write(quotaProject, to: &out) }
         writeFramingAndAuthorization(framing, token: token, to: &out)
     }
 

@@ -50,6 +50,8 @@ final class H2ClientCall: UpstreamExchangeDelegate {
     /// Entity and token, once known.
     var key: EntityKey?
     var token: String?
+    /// The `x-goog-user-project` the call carries (`QuotaProjectField`), set with its token.
+    var quotaProject: String?
     var record: CallRecord
     /// The one timer of the call (head timeout, then `grpc-timeout` until forwarded, then the
     /// relayed answer's `ioTimeout`), made only when a deadline is still wanted at the end of
@@ -110,12 +112,19 @@ final class H2ClientCall: UpstreamExchangeDelegate {
 
     var requestMethod: String { method }
     var requestPath: String { path }
-    func appendRequestFields(to list: inout H2HeaderList) { list.append(contentsOf: headers) }
+    func appendRequestFields(to list: inout H2HeaderList) {
+        guard let quotaProject else { return list.append(contentsOf: headers) }
+        headers.forEach { name, value in
+            if !QuotaProjectField.isOne(name) { list.append(name: name, value: value) }
+            return true
+        }
+        list.append(name: QuotaProjectField.name, value: quotaProject)
+    }
     var http1Refusal: ProxyFailure? { H1MessageTranslation.refusal(method: method, path: path, fields: headers) }
     var requestDeclaredLength: Int? { H1MessageTranslation.declaredLength(headers) }
     func writeRequestHead(host: String, framing: H1MessageTranslation.RequestFraming, to out: inout HeadWriter) {
         H1MessageTranslation.writeRequestHead(method: method, path: path, fields: headers, host: host, token: requestToken,
-                                              framing: framing, to: &out)
+                                              framing: framing, quotaProject: quotaProject, to: &out)
     }
     var requestToken: String { token ?? "" }
     var requestHasBody: Bool { !state.requestEnded || !requestBody.isEmpty }

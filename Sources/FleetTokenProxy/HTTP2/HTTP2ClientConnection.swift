@@ -571,6 +571,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
 
     private func tokenArrived(_ call: H2ClientCall, _ token: String) {
         call.token = token
+        if let key = call.key { call.quotaProject = core.quotaProject(for: key.type) }
         switch call.state.tokenArrived() {
         case .startUpstream?:
             cancelTimer(call)

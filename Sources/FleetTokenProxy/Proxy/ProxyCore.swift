@@ -23,9 +23,15 @@ final class ProxyCore {
     let metrics: ProxyMetrics
     /// The per-call access log; nil unless `--access-log`.
     let accessLogger: Logger?
+    /// Per entity type (by ordinal), the quota project a forwarded call carries as
+    /// `x-goog-user-project` (docs/CONTRACT.md §4a): set only where the token is ADC's access
+    /// token itself (`--signer adc`).
+    private let quotaProjects: [String?]
 
     init(loop: EventLoop, cache: TokenCache, upstream: HTTP1UpstreamPool, upstreamH2: HTTP2UpstreamPool, limits: ServerLimits,
-         clock: TokenClock, logger: Logger, metrics: ProxyMetrics = ProxyMetrics(), accessLogger: Logger? = nil) {
+         clock: TokenClock, logger: Logger, metrics: ProxyMetrics = ProxyMetrics(), accessLogger: Logger? = nil,
+         quotaProject: (EntityType) -> String? = { _ in nil }) {
+        quotaProjects = EntityType.allCases.sorted { $0.ordinal < $1.ordinal }.map(quotaProject)
         self.metrics = metrics
         self.accessLogger = accessLogger
         self.loop = loop
@@ -38,6 +44,11 @@ final class ProxyCore {
         self.clock = clock
         self.logger = logger
     }
+}
+
+extension ProxyCore {
+    /// The `x-goog-user-project` a call about an entity of `type` carries, nil for none.
+    func quotaProject(for type: EntityType) -> String? { quotaProjects[Int(type.ordinal)] }
 }
 
 /// Counts of what the sidecar did with calls, for the demo summary and metrics.

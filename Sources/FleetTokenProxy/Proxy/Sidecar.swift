@@ -60,7 +60,8 @@ package final class Sidecar {
         upstreamH2.restFellBackToHTTP1 = { [unowned upstream] in upstream.warmUp() }
         core = ProxyCore(loop: loop, cache: cache, upstream: upstream, upstreamH2: upstreamH2, limits: configuration.limits,
                          clock: clock, logger: logger,
-                         metrics: metrics, accessLogger: configuration.accessLog ? LogSetup.makeAccessLogger() : nil)
+                         metrics: metrics, accessLogger: configuration.accessLog ? LogSetup.makeAccessLogger() : nil,
+                         quotaProject: sources.fetcher.quotaProject(for:))
         server = ProxyServer(core: core)
         if configuration.adminListen != nil {
             admin = AdminServer(loop: loop, metrics: metrics, probes: AdminServer.Probes(
