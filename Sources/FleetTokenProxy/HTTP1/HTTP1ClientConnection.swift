@@ -70,9 +70,9 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
         }
     }
 
-    /// Frees the socket, gives back a borrowed upstream connection that can no longer be
-    /// trusted, returns held bytes to the budget, and tells the server. Runs once: after the
-    /// exchange moved to `closed`.
+    /// Frees the socket, cancels the call's upstream exchange (which discards a connection it
+    /// left half used), returns held bytes to the budget, and tells the server. Runs once:
+    /// after the exchange moved to `closed`.
     private func tearDown(reason: String) {
         endCall(abandoningUpstream: true)
         headTimer.cancel()
