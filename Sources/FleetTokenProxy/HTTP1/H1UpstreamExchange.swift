@@ -122,7 +122,8 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
             pool.release(connection, reusable: true)
             end(.failed(failure))
         case .sendHead(let framing, let holdLastByte, let pumpBody):
-            guard let delegate else { return }
+            // Cancelled while its held body was pulled: nothing was sent on the connection.
+            guard let delegate else { return pool.release(connection, reusable: true) }
             self.connection = connection
             connection.beginExchange(method: method, sink: self)
             // Head and held body in one write: one packet, one wake-up of the upstream.
