@@ -629,3 +629,14 @@ private extension HTTP1Exchange {
         return x
     }
 }
+
+extension HTTP1Exchange {
+    /// Whether the whole request has left for the upstream, as the phase records it.
+    var requestFullySent: Bool {
+        switch phase {
+        case .forwarding(_, let attempt): return attempt.requestSent
+        case .retrying(_, let sent): return sent
+        default: return true
+        }
+    }
+}

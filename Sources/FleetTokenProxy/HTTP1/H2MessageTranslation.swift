@@ -2,18 +2,12 @@
 /// (`--upstream-protocol h2`, docs/CONTRACT.md §6): the request's fields as an HTTP/2 field
 /// list, and the answer's HTTP/2 head as the HTTP/1.1 head the sidecar relays.
 package enum H2MessageTranslation {
-    /// The request's end-to-end fields, names lower-cased (RFC 9113 §8.2.1): hop-by-hop,
-    /// framing, Host and Authorization fields and the ones a `Connection` field lists are
-    /// dropped (`HopByHop.dropFromRequest`); the upstream connection adds the pseudo-fields
-    /// and the one `authorization`, and `bodyLength` becomes the one `content-length`.
-    static func requestFields(of fields: HeadFields, bodyLength: Int?) -> H2HeaderList {
-        var list = H2HeaderList()
-        appendRequestFields(of: fields, bodyLength: bodyLength, to: &list)
-        return list
-    }
-
-    /// `requestFields` appended to `list` (the head the upstream connection submits); with a
-    /// `quotaProject`, the client's `x-goog-user-project` gives way to it (docs/CONTRACT.md §4a).
+    /// The request's end-to-end fields, names lower-cased (RFC 9113 §8.2.1), appended to `list`
+    /// (the head the upstream connection submits): hop-by-hop, framing, Host and Authorization
+    /// fields and the ones a `Connection` field lists are dropped (`HopByHop.dropFromRequest`);
+    /// the upstream connection adds the pseudo-fields and the one `authorization`, and
+    /// `bodyLength` becomes the one `content-length`. With a `quotaProject`, the client's
+    /// `x-goog-user-project` gives way to it (docs/CONTRACT.md §4a).
     static func appendRequestFields(of fields: HeadFields, bodyLength: Int?, quotaProject: String? = nil, to list: inout H2HeaderList) {
         if let quotaProject {
             HopByHop.appendEndToEndFields(of: fields, dropping: { HopByHop.dropFromRequest($0) || QuotaProjectField.isOne($0) },
@@ -35,33 +29,14 @@ package enum H2MessageTranslation {
     /// `content-length`, else `Transfer-Encoding: chunked` (which the relay turns into a
     /// close-delimited body for an HTTP/1.0 client).
     static func http1Head(_ fields: H2HeaderList) -> [UInt8]? {
-        var status: Int?
-        var statusFields = 0
-        var contentLength: Int?
-        fields.forEach { name, value in
-            if name == ":status" {
-                statusFields += 1
-                status = Self.status(value)
-            }
-            if name == "content-length" { contentLength = contentLength ?? Self.decimal(value) }
-            return true
-        }
         // RFC 9113 §8.3.2: exactly one :status; a head with two is malformed, not relayed.
-        guard statusFields == 1, let status else { return nil }
+        guard let status = AnswerHead.http2(fields).facts.status else { return nil }
+        let contentLength = fields.firstNonNil { name, value in name == "content-length" ? decimal(value) : nil }
         return HeadWriter.bytes { out in
             out.write(literal: "HTTP/1.1 ")
             out.decimal(status)
             out.byte(ASCII.sp)
-            out.write(HTTPStatus.reasonPhrase(status))
-            out.write(literal: "\r\n")
-            fields.forEach { name, value in
-                guard isRelayed(name: name, value: value) else { return true }
-                out.write(name.buffer)
-                out.write(literal: ": ")
-                out.write(value.buffer)
-                out.write(literal: "\r\n")
-                return true
-            }
+            writeReasonAndFields(of: fields, status: status, to: &out)
             if let contentLength {
                 out.write(literal: "Content-Length: ")
                 out.decimal(contentLength)
@@ -70,6 +45,23 @@ package enum H2MessageTranslation {
                 out.write(literal: "Transfer-Encoding: chunked\r\n")
             }
             out.write(literal: "\r\n")
+        }
+    }
+
+    /// What follows `HTTP/1.x NNN ` in the HTTP/1.1 head written for an HTTP/2 answer's head:
+    /// the reason phrase, then the fields `isRelayed` lets through, each a line; the framing is
+    /// the writer's. The one writer of both `http1Head` and the HTTP/1.1 client's relay
+    /// (`HTTP1ClientConnection.cork`), so the fuzz target's invariant holds for the relay.
+    static func writeReasonAndFields(of fields: H2HeaderList, status: Int, to out: inout HeadWriter) {
+        out.write(HTTPStatus.reasonPhrase(status))
+        out.write(literal: "\r\n")
+        fields.forEach { name, value in
+            guard isRelayed(name: name, value: value) else { return true }
+            out.write(name.buffer)
+            out.write(literal: ": ")
+            out.write(value.buffer)
+            out.write(literal: "\r\n")
+            return true
         }
     }
 
@@ -120,11 +112,6 @@ package enum H2MessageTranslation {
             case .error: return false
             }
         }
-    }
-
-    private static func status(_ value: ByteView) -> Int? {
-        guard value.count == 3, let n = decimal(value), n >= 100 else { return nil }
-        return n
     }
 
     /// A decimal of at most 15 digits (a length no body reaches), nil otherwise.

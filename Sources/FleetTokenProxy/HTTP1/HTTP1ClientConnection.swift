@@ -540,16 +540,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
                 out.write(literal: "\r\n")
                 HopByHop.writeEndToEndFields(of: answer.fields, dropping: HopByHop.dropFromResponse, to: &out)
             case .http2(let fields):
-                out.write(HTTPStatus.reasonPhrase(status))
-                out.write(literal: "\r\n")
-                fields.forEach { name, value in
-                    guard H2MessageTranslation.isRelayed(name: name, value: value) else { return true }
-                    out.write(name.buffer)
-                    out.write(literal: ": ")
-                    out.write(value.buffer)
-                    out.write(literal: "\r\n")
-                    return true
-                }
+                H2MessageTranslation.writeReasonAndFields(of: fields, status: status, to: &out)
             }
             switch relay.framing {
             case .contentLength(let n), .none(declaredLength: let n?):

@@ -256,16 +256,6 @@ struct HTTP1Exchange: Equatable {
         }
     }
 
-    /// Whether the whole request has left for the upstream (asked when the answer ends: a
-    /// connection whose request was cut short is not reused).
-    var requestFullySent: Bool {
-        switch phase {
-        case .forwarding(_, let attempt): return attempt.requestSent
-        case .retrying(_, let sent): return sent
-        default: return true
-        }
-    }
-
     /// Whether an answer's body is being relayed to the client now.
     var isRelaying: Bool {
         if case .forwarding(_, let attempt) = phase { return attempt.answer == .relaying }
