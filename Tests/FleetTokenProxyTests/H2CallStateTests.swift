@@ -51,7 +51,7 @@ final class H2CallStateTests: XCTestCase {
         var state = call(in: .receivingHead)
         XCTAssertTrue(state.awaitsRequestHead)
         XCTAssertEqual(state.requestHeadEnded(endStream: false, callDeadline: nil), now + 10)
-        XCTAssertEqual(state.state, .routing(callDeadline: nil))
+        XCTAssertEqual(state.state, .routing(callDeadline: nil, requestEnded: false))
         XCTAssertFalse(state.awaitsRequestHead)
         XCTAssertFalse(state.requestEnded)
     }
@@ -95,13 +95,13 @@ final class H2CallStateTests: XCTestCase {
         var state = call(in: .routing, deadline: now + 5)
         XCTAssertFalse(state.awaitsRequestHead, "a later block is the client's trailers")
         XCTAssertNil(state.requestHeadEnded(endStream: true, callDeadline: now + 1))
-        XCTAssertEqual(state.state, .routing(callDeadline: now + 5))
+        XCTAssertEqual(state.state, .routing(callDeadline: now + 5, requestEnded: false))
     }
 
     func testRoutedFetchesTheTokenUnderTheCallDeadline() {
         var state = call(in: .routing, deadline: now + 5)
         XCTAssertEqual(state.routed(), .fetchToken(armTimerAt: now + 5))
-        XCTAssertEqual(state.state, .awaitingToken(callDeadline: now + 5, sends: .init()))
+        XCTAssertEqual(state.state, .awaitingToken(callDeadline: now + 5, sends: .init(), requestEnded: false))
     }
 
     func testRoutedWithoutDeadlineCancelsTheHeadTimer() {
@@ -113,14 +113,14 @@ final class H2CallStateTests: XCTestCase {
     func testRefusedWhileRoutingAnswersLocally() {
         var state = call(in: .routing)
         XCTAssertEqual(state.refused(.failure(failure)), answer(.failure(failure)))
-        XCTAssertEqual(state.state, .answeredLocally(clientBodyWaits: false))
+        XCTAssertEqual(state.state, .answeredLocally(clientBodyWaits: false, requestEnded: false))
     }
 
     func testHeadTimeoutWhileRouting() {
         var state = call(in: .routing)
         XCTAssertEqual(state.tick(now: now + 9.9), .armTimer(at: now + 10))
         XCTAssertEqual(state.tick(now: now + 10), .answer(answer(.headTimeout)))
-        XCTAssertEqual(state.state, .answeredLocally(clientBodyWaits: false))
+        XCTAssertEqual(state.state, .answeredLocally(clientBodyWaits: false, requestEnded: false))
     }
 
     func testCallDeadlineWhileRoutingWinsOverTheHeadTimeout() {
@@ -135,7 +135,7 @@ final class H2CallStateTests: XCTestCase {
         XCTAssertNil(state.tokenFailed(failure))
         XCTAssertNil(state.upstreamHeaderBlock(endStream: true, informational: false, unauthenticated: false))
         XCTAssertNil(state.upstreamClosed(.failed(broken)))
-        XCTAssertEqual(state.state, .routing(callDeadline: nil))
+        XCTAssertEqual(state.state, .routing(callDeadline: nil, requestEnded: false))
     }
 
     // MARK: awaitingToken
@@ -143,13 +143,13 @@ final class H2CallStateTests: XCTestCase {
     func testTokenArrivedStartsTheUpstream() {
         var state = call(in: .awaitingToken)
         XCTAssertEqual(state.tokenArrived(), .startUpstream)
-        XCTAssertEqual(state.state, .forwarding(.init(sends: .init(attempt: 1, starts: 1), copied: 0)))
+        XCTAssertEqual(state.state, .forwarding(.init(sends: .init(attempt: 1, starts: 1), requestEnded: false, copied: 0)))
     }
 
     func testTokenFailedAnswersLocally() {
         var state = call(in: .awaitingToken)
         XCTAssertEqual(state.tokenFailed(failure), answer(.failure(failure)))
-        XCTAssertEqual(state.state, .answeredLocally(clientBodyWaits: false))
+        XCTAssertEqual(state.state, .answeredLocally(clientBodyWaits: false, requestEnded: false))
     }
 
     func testDataWhileAwaitingTheTokenIsBufferedOnly() {
@@ -169,7 +169,7 @@ final class H2CallStateTests: XCTestCase {
     func testHeadTimeoutDoesNotApplyOnceRouted() {
         var state = call(in: .awaitingToken)
         XCTAssertNil(state.tick(now: now + 60))
-        XCTAssertEqual(state.state, .awaitingToken(callDeadline: nil, sends: .init()))
+        XCTAssertEqual(state.state, .awaitingToken(callDeadline: nil, sends: .init(), requestEnded: false))
     }
 
     func testResetWhileAwaitingTheTokenClosesWithoutUpstream() {
@@ -184,13 +184,13 @@ final class H2CallStateTests: XCTestCase {
     func testUpstreamHeadIsRelayed() {
         var state = call(in: .forwarding)
         XCTAssertEqual(state.upstreamHeaderBlock(endStream: false, informational: false, unauthenticated: false), .relayHead(endStream: false))
-        XCTAssertEqual(state.state, .relaying(.init(responseEnded: false, upstreamBodyWaits: false)))
+        XCTAssertEqual(state.state, .relaying(.init(requestEnded: false, responseEnded: false, upstreamBodyWaits: false)))
     }
 
     func testTrailersOnlyUpstreamHeadEndsTheResponse() {
         var state = call(in: .forwarding)
         XCTAssertEqual(state.upstreamHeaderBlock(endStream: true, informational: false, unauthenticated: false), .relayHead(endStream: true))
-        XCTAssertEqual(state.state, .relaying(.init(responseEnded: true, upstreamBodyWaits: false)))
+        XCTAssertEqual(state.state, .relaying(.init(requestEnded: false, responseEnded: true, upstreamBodyWaits: false)))
         XCTAssertEqual(state.responseRead(count: 0, remaining: 0, now: now), .end)
     }
 
@@ -217,9 +217,9 @@ final class H2CallStateTests: XCTestCase {
         var state = call(in: .forwarding)
         XCTAssertEqual(state.requestBodyRead(count: 100, remaining: 0), .send(keepCopy: true))
         XCTAssertEqual(state.upstreamHeaderBlock(endStream: true, informational: false, unauthenticated: true), .retryWithFreshToken)
-        XCTAssertEqual(state.state, .awaitingToken(callDeadline: nil, sends: .init(attempt: 1, starts: 1)))
+        XCTAssertEqual(state.state, .awaitingToken(callDeadline: nil, sends: .init(attempt: 1, starts: 1), requestEnded: false))
         XCTAssertEqual(state.tokenArrived(), .startUpstream)
-        XCTAssertEqual(state.state, .forwarding(.init(sends: .init(attempt: 2, starts: 2), copied: 0)))
+        XCTAssertEqual(state.state, .forwarding(.init(sends: .init(attempt: 2, starts: 2), requestEnded: false, copied: 0)))
         XCTAssertEqual(state.requestBodyRead(count: 100, remaining: 0), .send(keepCopy: true), "kept for a resend (not for a third token)")
         XCTAssertEqual(state.upstreamHeaderBlock(endStream: true, informational: false, unauthenticated: true), .relayHead(endStream: true),
                        "the second UNAUTHENTICATED goes to the client")
@@ -304,7 +304,7 @@ final class H2CallStateTests: XCTestCase {
         var state = call(in: .forwarding)
         XCTAssertEqual(state.upstreamClosed(.unprocessed(broken)), .resend)
         XCTAssertEqual(state.upstreamClosed(.unprocessed(broken)), .resend)
-        XCTAssertEqual(state.state, .forwarding(.init(sends: .init(attempt: 1, starts: 3), copied: 0)))
+        XCTAssertEqual(state.state, .forwarding(.init(sends: .init(attempt: 1, starts: 3), requestEnded: false, copied: 0)))
         XCTAssertEqual(state.upstreamClosed(.unprocessed(broken)), .answer(answer(.failure(broken))))
     }
 
@@ -338,7 +338,7 @@ final class H2CallStateTests: XCTestCase {
         var state = call(in: .forwarding)
         XCTAssertEqual(state.requestBodyRead(count: 100, remaining: 0), .send(keepCopy: true))
         XCTAssertEqual(state.upstreamClosed(.unprocessed(broken)), .resend)
-        XCTAssertEqual(state.state, .forwarding(.init(sends: .init(attempt: 1, starts: 2), copied: 0)),
+        XCTAssertEqual(state.state, .forwarding(.init(sends: .init(attempt: 1, starts: 2), requestEnded: false, copied: 0)),
                        "the copy goes back in front: nothing of this send has left")
     }
 
@@ -356,7 +356,7 @@ final class H2CallStateTests: XCTestCase {
     func testAFailedExchangeBeforeTheHeadAnswersLocally() {
         var state = call(in: .forwarding)
         XCTAssertEqual(state.upstreamClosed(.failed(broken)), .answer(answer(.failure(broken))))
-        XCTAssertEqual(state.state, .answeredLocally(clientBodyWaits: false))
+        XCTAssertEqual(state.state, .answeredLocally(clientBodyWaits: false, requestEnded: false))
     }
 
     func testALocalAnswerWhileForwardingCancelsTheUpstream() {
@@ -422,7 +422,7 @@ final class H2CallStateTests: XCTestCase {
         var state = call(in: .relaying)
         _ = state.responseBytes(now: now)
         _ = state.responseRead(count: 5, remaining: 0, now: now + 1)
-        XCTAssertEqual(state.state, .relaying(.init(responseEnded: false, upstreamBodyWaits: false)))
+        XCTAssertEqual(state.state, .relaying(.init(requestEnded: false, responseEnded: false, upstreamBodyWaits: false)))
         XCTAssertNil(state.tick(now: now + 300))
         XCTAssertTrue(isRelaying(state))
     }
@@ -439,7 +439,7 @@ final class H2CallStateTests: XCTestCase {
         var state = call(in: .relaying)
         _ = state.upstreamDataEnded()
         XCTAssertNil(state.upstreamClosed(.completed))
-        XCTAssertEqual(state.state, .relaying(.init(responseEnded: true, upstreamBodyWaits: false)))
+        XCTAssertEqual(state.state, .relaying(.init(requestEnded: false, responseEnded: true, upstreamBodyWaits: false)))
     }
 
     func testNoLocalAnswerOnceRelaying() {
@@ -454,12 +454,44 @@ final class H2CallStateTests: XCTestCase {
         XCTAssertNil(state.answerSent())
     }
 
+    // MARK: the request's end, carried through every state that outlives the head
+
+    func testTheRequestsEndIsCarriedFromTheHeadToTheAnswer() {
+        var ended = call(in: .relaying, endStream: true)
+        XCTAssertTrue(ended.requestEnded, "END_STREAM on the head is kept through routing, the token and forwarding")
+        XCTAssertEqual(ended.requestBodyRead(count: 0, remaining: 0), .end(keepCopy: false))
+        var open = call(in: .relaying)
+        XCTAssertFalse(open.requestEnded)
+        XCTAssertEqual(open.requestBodyRead(count: 0, remaining: 0), .wait)
+        XCTAssertEqual(open.requestEndReceived(), .resumeUpstreamBody)
+        XCTAssertTrue(open.requestEnded)
+    }
+
+    func testARetryKeepsTheRequestsEnd() {
+        var state = call(in: .retrying, endStream: true)
+        XCTAssertEqual(state.state, .awaitingToken(callDeadline: nil, sends: .init(attempt: 1, starts: 1), requestEnded: true))
+        XCTAssertEqual(state.tokenArrived(), .startUpstream)
+        XCTAssertEqual(state.state, .forwarding(.init(sends: .init(attempt: 2, starts: 2), requestEnded: true, copied: 0)))
+    }
+
+    func testALocalAnswerResetsOnlyAClientStillSending() {
+        var open = call(in: .answeredLocally)
+        XCTAssertEqual(open.answerSent(), .resetClient(errorCode: H2CallState.noError))
+        var ended = call(in: .answeredLocally)
+        XCTAssertNil(ended.requestEndReceived())
+        XCTAssertEqual(ended.state, .answeredLocally(clientBodyWaits: false, requestEnded: true))
+        XCTAssertNil(ended.answerSent(), "a client that ended its side gets no reset")
+        var endedFirst = call(in: .awaitingToken, endStream: true)
+        _ = endedFirst.tokenFailed(failure)
+        XCTAssertNil(endedFirst.answerSent())
+    }
+
     // MARK: answeredLocally
 
     func testDataAfterALocalAnswerIsDiscarded() {
         var state = call(in: .answeredLocally)
         XCTAssertEqual(state.requestData(), .discard)
-        XCTAssertEqual(state.state, .answeredLocally(clientBodyWaits: false))
+        XCTAssertEqual(state.state, .answeredLocally(clientBodyWaits: false, requestEnded: false))
     }
 
     func testALocalAnswerBodyIsSentToItsEnd() {

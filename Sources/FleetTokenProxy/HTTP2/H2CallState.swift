@@ -49,15 +49,15 @@ struct H2CallState: Equatable {
     enum State: Equatable {
         case receivingHead
         /// The entity is being worked out from the head or the first message.
-        case routing(callDeadline: Double?)
+        case routing(callDeadline: Double?, requestEnded: Bool)
         /// The token is being fetched; `sends` counts what went upstream before (a retry).
-        case awaitingToken(callDeadline: Double?, sends: Sends)
+        case awaitingToken(callDeadline: Double?, sends: Sends, requestEnded: Bool)
         /// Sent upstream, no answer head yet.
         case forwarding(Forwarding)
         /// The answer's head went to the client; its body and trailers follow.
         case relaying(Relaying)
         /// The sidecar answered the call itself.
-        case answeredLocally(clientBodyWaits: Bool)
+        case answeredLocally(clientBodyWaits: Bool, requestEnded: Bool)
         /// The client stream was reset by the sidecar; its close is awaited.
         case reset
         /// The client stream closed: the call is over.
@@ -74,6 +74,7 @@ struct H2CallState: Equatable {
 
     struct Forwarding: Equatable {
         var sends: Sends
+        var requestEnded: Bool
         /// Request body bytes this exchange took, while all are copied for a resend (every send
         /// keeps its copy: `ReplayPolicy` bounds the sends); nil once a byte went that was not
         /// copied (past `ReplayPolicy.bodyBound`).
@@ -85,6 +86,7 @@ struct H2CallState: Equatable {
     }
 
     struct Relaying: Equatable {
+        var requestEnded: Bool
         var responseEnded: Bool
         var upstreamBodyWaits: Bool
         /// The client stream's body read found nothing and waits for `resumeClientBody`.
@@ -207,8 +209,18 @@ struct H2CallState: Equatable {
     static let cancel: UInt32 = 8
 
     private(set) var state: State = .receivingHead
-    /// The client ended its side (END_STREAM on the head, DATA or trailers).
-    private(set) var requestEnded = false
+
+    /// The client ended its side (END_STREAM on the head, DATA or trailers). The request's
+    /// half of the stream ends independently of the answer's, so each state that outlives the
+    /// head carries it (`requestEndReceived` sets it in whichever state the call is).
+    var requestEnded: Bool {
+        switch state {
+        case .routing(_, let ended), .awaitingToken(_, _, let ended), .answeredLocally(_, let ended): return ended
+        case .forwarding(let forwarding): return forwarding.requestEnded
+        case .relaying(let relaying): return relaying.requestEnded
+        case .receivingHead, .reset, .closed: return false
+        }
+    }
     /// The request's method may be sent twice (`ReplayPolicy.isIdempotent`); known once its
     /// head ended.
     private(set) var isIdempotent = false
@@ -235,29 +247,36 @@ struct H2CallState: Equatable {
     /// forwarded by. Returns when to arm the call's timer; route the call.
     mutating func requestHeadEnded(endStream: Bool, callDeadline: Double?, idempotent: Bool = false) -> Double? {
         guard state == .receivingHead else { return nil }
-        if endStream { requestEnded = true }
         isIdempotent = idempotent
-        state = .routing(callDeadline: callDeadline)
+        state = .routing(callDeadline: callDeadline, requestEnded: endStream)
         return min(headDeadline, callDeadline ?? .infinity)
     }
 
     /// The client ended its side: DATA END_STREAM, or trailers (never forwarded).
     mutating func requestEndReceived() -> RequestEndedAction? {
-        guard state != .closed else { return nil }
-        requestEnded = true
         switch state {
-        case .routing: return .route
+        case .routing(let callDeadline, _):
+            state = .routing(callDeadline: callDeadline, requestEnded: true)
+            return .route
+        case .awaitingToken(let callDeadline, let sends, _):
+            state = .awaitingToken(callDeadline: callDeadline, sends: sends, requestEnded: true)
+            return nil
+        case .answeredLocally(let clientBodyWaits, _):
+            state = .answeredLocally(clientBodyWaits: clientBodyWaits, requestEnded: true)
+            return nil
         case .forwarding(var forwarding):
-            guard forwarding.upstreamBodyWaits else { return nil }
+            forwarding.requestEnded = true
+            let resume = forwarding.upstreamBodyWaits
             forwarding.upstreamBodyWaits = false
             state = .forwarding(forwarding)
-            return .resumeUpstreamBody
+            return resume ? .resumeUpstreamBody : nil
         case .relaying(var relaying):
-            guard relaying.upstreamBodyWaits else { return nil }
+            relaying.requestEnded = true
+            let resume = relaying.upstreamBodyWaits
             relaying.upstreamBodyWaits = false
             state = .relaying(relaying)
-            return .resumeUpstreamBody
-        case .receivingHead, .awaitingToken, .answeredLocally, .reset, .closed: return nil
+            return resume ? .resumeUpstreamBody : nil
+        case .receivingHead, .reset, .closed: return nil
         }
     }
 
@@ -283,8 +302,8 @@ struct H2CallState: Equatable {
 
     /// The entity is known.
     mutating func routed() -> RoutedAction? {
-        guard case .routing(let deadline) = state else { return nil }
-        state = .awaitingToken(callDeadline: deadline, sends: Sends())
+        guard case .routing(let deadline, let requestEnded) = state else { return nil }
+        state = .awaitingToken(callDeadline: deadline, sends: Sends(), requestEnded: requestEnded)
         return .fetchToken(armTimerAt: deadline)
     }
 
@@ -294,10 +313,10 @@ struct H2CallState: Equatable {
     }
 
     mutating func tokenArrived() -> TokenArrivedAction? {
-        guard case .awaitingToken(_, var sends) = state else { return nil }
+        guard case .awaitingToken(_, var sends, let requestEnded) = state else { return nil }
         sends.attempt += 1
         sends.starts += 1
-        state = .forwarding(Forwarding(sends: sends, copied: 0))
+        state = .forwarding(Forwarding(sends: sends, requestEnded: requestEnded, copied: 0))
         return .startUpstream
     }
 
@@ -322,10 +341,10 @@ struct H2CallState: Equatable {
                     forwarding.copied = nil
                 }
             }
-            if count <= 0 && !(remaining == 0 && requestEnded) { forwarding.upstreamBodyWaits = true }
+            if count <= 0 && !(remaining == 0 && forwarding.requestEnded) { forwarding.upstreamBodyWaits = true }
             state = .forwarding(forwarding)
         case .relaying(var relaying):
-            guard count <= 0 && !(remaining == 0 && requestEnded) else { break }
+            guard count <= 0 && !(remaining == 0 && relaying.requestEnded) else { break }
             relaying.upstreamBodyWaits = true
             state = .relaying(relaying)
         case .receivingHead, .routing, .awaitingToken, .answeredLocally, .reset, .closed:
@@ -345,10 +364,11 @@ struct H2CallState: Equatable {
             // if every byte sent so far was kept. A 401's body (Fleet Engine's JSON error) goes
             // with the cancelled exchange, as on HTTP/1.1 (docs/CONTRACT.md §5).
             if unauthenticated && ReplayPolicy.mayResend(.unauthenticated, replayFacts(forwarding)) {
-                state = .awaitingToken(callDeadline: nil, sends: forwarding.sends)
+                state = .awaitingToken(callDeadline: nil, sends: forwarding.sends, requestEnded: forwarding.requestEnded)
                 return .retryWithFreshToken
             }
-            state = .relaying(Relaying(responseEnded: endStream, upstreamBodyWaits: forwarding.upstreamBodyWaits))
+            state = .relaying(Relaying(requestEnded: forwarding.requestEnded, responseEnded: endStream,
+                                       upstreamBodyWaits: forwarding.upstreamBodyWaits))
             return .relayHead(endStream: endStream)
         case .relaying(var relaying):
             guard !relaying.responseEnded else { return nil }
@@ -393,9 +413,9 @@ struct H2CallState: Equatable {
             if remaining == 0 && relaying.responseEnded { state = .relaying(relaying); return .end }
             if count <= 0 { relaying.clientBodyWaits = true }
             state = .relaying(relaying)
-        case .answeredLocally:
+        case .answeredLocally(_, let requestEnded):
             if remaining == 0 { return .end }
-            if count <= 0 { state = .answeredLocally(clientBodyWaits: true) }
+            if count <= 0 { state = .answeredLocally(clientBodyWaits: true, requestEnded: requestEnded) }
         case .receivingHead, .routing, .awaitingToken, .forwarding, .reset, .closed:
             break
         }
@@ -440,7 +460,7 @@ struct H2CallState: Equatable {
         }
         var sends = forwarding.sends
         sends.starts += 1
-        state = .forwarding(Forwarding(sends: sends, copied: 0))
+        state = .forwarding(Forwarding(sends: sends, requestEnded: forwarding.requestEnded, copied: 0))
         return .resend
     }
 
@@ -449,11 +469,11 @@ struct H2CallState: Equatable {
     /// A timer fired (or any moment): answers the call if one of its deadlines passed.
     mutating func tick(now: Double) -> TickAction? {
         switch state {
-        case .routing(let callDeadline):
+        case .routing(let callDeadline, _):
             if let callDeadline, now >= callDeadline { return answer(.deadline).map { .answer($0) } }
             if now >= headDeadline { return answer(.headTimeout).map { .answer($0) } }
             return .armTimer(at: min(headDeadline, callDeadline ?? .infinity))
-        case .awaitingToken(let callDeadline?, _):
+        case .awaitingToken(let callDeadline?, _, _):
             if now >= callDeadline { return answer(.deadline).map { .answer($0) } }
             return .armTimer(at: callDeadline)
         case .relaying(let relaying):
@@ -468,7 +488,7 @@ struct H2CallState: Equatable {
 
     /// Our answer's END_STREAM went out to the client.
     mutating func answerSent() -> AnswerSentAction? {
-        guard case .answeredLocally = state, !requestEnded else { return nil }
+        guard case .answeredLocally(_, requestEnded: false) = state else { return nil }
         return .resetClient(errorCode: Self.noError)
     }
 
@@ -495,7 +515,7 @@ struct H2CallState: Equatable {
         case .relaying, .answeredLocally, .reset, .closed: return nil
         case .receivingHead, .routing, .awaitingToken, .forwarding: break
         }
-        state = .answeredLocally(clientBodyWaits: false)
+        state = .answeredLocally(clientBodyWaits: false, requestEnded: requestEnded)
         return Answer(why: why, cancelUpstream: cancelUpstream)
     }
 }
