@@ -4,8 +4,9 @@
 /// client half drives it through `UpstreamExchange` as it drives an `H2UpstreamStream`, and it
 /// reports through `UpstreamExchangeDelegate` the same facts (a head, data, the end and how),
 /// so the call's machine (`HTTP1Exchange`, `H2CallState`) decides as for any exchange; the
-/// HTTP/1.1 connection reports to it as its `ResponseSink`. A new one for each send (a resend
-/// or a 401 retry).
+/// HTTP/1.1 connection reports to it as its `ResponseSink`. One for each send (a resend or a
+/// 401 retry): a new one, or the client connection's previous one once it is over and
+/// nothing else holds it (`start(_:reusing:...)`).
 ///
 /// The request: the head the client half writes for HTTP/1.1; the body pulled from the client
 /// half, held and sent with the head by its length when it has all arrived (up to
@@ -40,7 +41,7 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
     private let loop: EventLoop
     private let host: String
     private let highWater: Int
-    private let method: String
+    private var method: String
     /// The request's last byte, while `state` holds it back.
     private var heldLastByte: UInt8 = 0
     /// The answer's head while `state` holds it for the answer's end.
@@ -58,6 +59,32 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
         exchange.start()
         return exchange
     }
+
+    /// `spare` when it is an exchange whose last send is over and which nothing else holds any
+    /// more (no pool ticket, connection or client half refers to it: the uniqueness check says
+    /// so), to `restart`; nil when a new one is needed. The access to `spare` ends before the
+    /// exchange starts (a start may report at once, and the call start another send).
+    static func reusable(_ spare: inout H1UpstreamExchange?) -> H1UpstreamExchange? {
+        guard isKnownUniquelyReferenced(&spare), let exchange = spare, exchange.isOver else { return nil }
+        return exchange
+    }
+
+    /// Starts an exchange as `start(_:pool:...)` does, on this one (`reusable` said it may be):
+    /// for a send of the same client connection, so to the same pool, host and mark. An
+    /// HTTP/1.1 client connection carries one call at a time, and this spares each of its
+    /// calls an object's allocation and set-up (`scripts/bench callgrind`).
+    func restart(for delegate: UpstreamExchangeDelegate) {
+        state = H1UpstreamExchangeState(responseBound: Self.responseBound)
+        self.delegate = delegate
+        method = delegate.requestMethod
+        heldLastByte = 0
+        heldHead = nil
+        start()
+    }
+
+    /// Nothing of the last send is left: its end was reported or it was cancelled, and it holds
+    /// neither a ticket nor a connection (its wake-up was cancelled with them).
+    private var isOver: Bool { delegate == nil && ticket == nil && connection == nil }
 
     private init(_ delegate: UpstreamExchangeDelegate, pool: HTTP1UpstreamPool, loop: EventLoop, host: String, highWater: Int) {
         self.delegate = delegate
@@ -80,7 +107,9 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
             return
         }
         // The completion holds this exchange until the pool calls it or the ticket is cancelled.
-        ticket = pool.acquire { [self] result in
+        // A pool that answers at once (closed, too many waiting) has called it already: the
+        // ticket is kept only while it waits (a completed one would keep the exchange from reuse).
+        let waiting = pool.acquire { [self] result in
             ticket = nil
             switch result {
             case .failure(let failure):
@@ -92,6 +121,7 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
                 lent(connection)
             }
         }
+        if waiting.isPending { ticket = waiting }
     }
 
     /// Reports the exchange's end, once; nothing is reported after it.
@@ -107,14 +137,16 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
         // The held body crosses in the pool's buffer, emptied once it is written (or refused).
         let whole: Bool
         let held: Int
+        var declaredLength: Int?
         if let delegate, state.phase == .awaitingConnection {
             let hasBody = delegate.requestHasBody
             whole = !hasBody || pullHeld(from: delegate)
             held = hasBody ? pool.crossing.count : 0
+            declaredLength = delegate.requestDeclaredLength
         } else {
             (whole, held) = (true, 0)
         }
-        switch state.connectionLent(held: held, whole: whole, declaredLength: delegate?.requestDeclaredLength) {
+        switch state.connectionLent(held: held, whole: whole, declaredLength: declaredLength) {
         case .giveBack:
             pool.release(connection, reusable: true)
         case .refuse(let failure):
