@@ -123,9 +123,10 @@ final class HTTP1UpstreamPool {
         warming = dialing.keys.first
     }
 
-    /// An idle connection reached `limits.idleTimeout` (`sweepIdle`). It closes, unless it is the pool's last
-    /// and the pool keeps one warm: then its replacement is dialed first (for the idle list),
-    /// and it stays idle, lent to calls, until that is up. False when it stays open.
+    /// An idle connection reached `limits.idleTimeout` (`sweepIdle`). It closes, unless it is
+    /// the pool's last and the pool keeps one warm: then its replacement is dialed first (for
+    /// the idle list), and it stays idle, lent to calls, until that is up. False when it stays
+    /// open.
     func idleBoundReached(_ connection: HTTP1UpstreamConnection) -> Bool {
         switch warm.idleBoundReached(others: totalConnections - 1, replacing: replacing?.old === connection) {
         case .close:
