@@ -22,6 +22,7 @@ enum MetricHelp {
         ProxyMetrics.upstreamPings: "Keepalive PINGs sent on idle upstream HTTP/2 connections.",
         ProxyMetrics.upstreamPingRoundTrip: "The last keepalive PING's round trip in seconds.",
         ProxyMetrics.upstreamGoAways: "GOAWAY frames received from Fleet Engine, by HTTP/2 error code.",
+        ProxyMetrics.acceptErrors: "Failed accepts of client connections, by reason (emfile: out of file descriptors); each pauses accepting briefly.",
         ProxyMetrics.buildInfo: "Always 1; the labels name the build (as --version does).",
     ]
 

@@ -49,6 +49,7 @@ final class ProxyMetrics {
     static let upstreamPings = "fleet_token_proxy_upstream_pings_total"
     static let upstreamPingRoundTrip = "fleet_token_proxy_upstream_ping_rtt_seconds"
     static let upstreamGoAways = "fleet_token_proxy_upstream_goaways_total"
+    static let acceptErrors = "fleet_token_proxy_accept_errors_total"
     static let buildInfo = "fleet_token_proxy_build_info"
 
     /// How a connection to Fleet Engine speaks, for `…_upstream_connections_opened_total{protocol}`.
@@ -79,6 +80,8 @@ final class ProxyMetrics {
     private var pingRoundTrip: Gauge?
     /// By HTTP/2 error code, 0 to 13; any other code counts as `other` (a bounded label).
     private var goAways: [String: Counter] = [:]
+    /// By `AcceptError.Reason`, every series there from the start.
+    private var acceptErrorCounters: [AcceptError.Reason: Counter] = [:]
     private var hits: Counter?
     private var misses: Counter?
     private var coalescedFetches: Counter?
@@ -127,6 +130,9 @@ final class ProxyMetrics {
         // GOAWAY NO_ERROR, there from the start as the handshakes are: the family a dashboard or an
         // alert queries exists before Fleet Engine first sends one.
         goAways["0"] = Counter(label: Self.upstreamGoAways, dimensions: [("code", "0")], factory: factory)
+        for reason in AcceptError.Reason.allCases {
+            acceptErrorCounters[reason] = Counter(label: Self.acceptErrors, dimensions: [("reason", reason.rawValue)], factory: factory)
+        }
         entities?.record(0)
         connections?.record(0)
         // Always 1, as Prometheus exporters do: the labels say which build answers the scrape,
@@ -231,6 +237,9 @@ final class ProxyMetrics {
         goAways[label] = counter
         counter.increment()
     }
+
+    /// A client listener's accept failed (it pauses: `AcceptPause`).
+    func acceptFailed(_ reason: AcceptError.Reason) { acceptErrorCounters[reason]?.increment() }
 
     /// The outcome label for a fetch result.
     static func outcome(_ result: Result<FetchedToken, ProxyFailure>) -> ProviderOutcome {
