@@ -28,6 +28,7 @@ import random
 import resource
 import signal
 import socket
+import socketserver
 import statistics
 import sys
 import tempfile
@@ -44,6 +45,10 @@ from fleet_jwt import SigningKey
 from sidecar_process import SidecarProcess, find_binary
 from standin_fleet_engine import StandInFleetEngine
 from standin_provider import StandInProvider
+
+# The stand-ins' HTTP servers print a traceback for each connection reset under them: here the
+# resets are the soak's own doing (its faults), and what counts is what the clients saw.
+socketserver.BaseServer.handle_error = lambda self, request, client_address: None
 
 PROVIDER = "standin-project"
 CALL_TIMEOUT = 70.0  # the sidecar's 60 s answer bound (§7), and some
