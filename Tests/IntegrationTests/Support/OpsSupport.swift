@@ -290,10 +290,15 @@ final class KeepAliveClient {
 }
 
 /// A blocking TCP socket connected to `address` (`a.b.c.d:port`, IPv4 loopback in tests).
-func connectTCP(to address: String) throws -> Int32 {
+/// `receiveBuffer`: SO_RCVBUF set before the connect (so the window the client offers stays
+/// small), for a client that must make the sidecar queue what it does not read.
+func connectTCP(to address: String, receiveBuffer: Int32? = nil) throws -> Int32 {
     let parts = address.split(separator: ":")
     guard parts.count == 2, let port = UInt16(parts[1]) else { throw SidecarError("bad address \(address)") }
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    if var size = receiveBuffer {
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
     var sin = sockaddr_in()
     sin.sin_family = sa_family_t(AF_INET)
     sin.sin_port = port.bigEndian

@@ -180,8 +180,8 @@ final class RawClient {
     private var pending: [UInt8] = []
     private(set) var closedByPeer = false
 
-    init(address: String) throws {
-        fd = try connectTCP(to: address)
+    init(address: String, receiveBuffer: Int32? = nil) throws {
+        fd = try connectTCP(to: address, receiveBuffer: receiveBuffer)
     }
 
     /// Each `send` leaves as its own segment (no Nagle coalescing), so a test controls where
