@@ -64,7 +64,7 @@ final class ProxyMetrics {
 
     private struct CallLabels: Hashable {
         var protocolName: String
-        var code: Int
+        var code: CallOutcome.Code
     }
     private var callCounters: [CallLabels: Counter] = [:]
     private var callTimers: [String: CoreMetrics.Timer] = [:]
@@ -171,16 +171,18 @@ final class ProxyMetrics {
         return factory
     }
 
-    /// One client call answered: `protocol` is `http1`, `h2` or `grpc`; `code` the HTTP status
-    /// sent (the gRPC status for gRPC); `seconds` from its head read to its answer's end.
-    func callFinished(protocol protocolName: String, code: Int, seconds: Double) {
+    /// One client call ended: `protocol` is `http1`, `h2` or `grpc`; `code` what its client saw
+    /// (docs/CONTRACT.md §5, "What a call is recorded as"): the HTTP status written, the gRPC
+    /// status for gRPC, `cancelled` or `cut`; `seconds` from its head read to its end. The
+    /// label's text is made once per series, not per call.
+    func callFinished(protocol protocolName: String, code: CallOutcome.Code, seconds: Double) {
         guard isEnabled, let factory else { return }
         let labels = CallLabels(protocolName: protocolName, code: code)
         let counter: Counter
         if let existing = callCounters[labels] {
             counter = existing
         } else {
-            counter = Counter(label: Self.requestsTotal, dimensions: [("protocol", protocolName), ("code", String(code))], factory: factory)
+            counter = Counter(label: Self.requestsTotal, dimensions: [("protocol", protocolName), ("code", code.label)], factory: factory)
             callCounters[labels] = counter
         }
         counter.increment()
