@@ -188,7 +188,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
             break
         case .invalid(let failure):
             core.statistics.calls += 1
-            let record = CallRecord(protocolName: "http1", started: core.clock.monotonicNow)
+            let record = CallRecord(clientProtocol: .http1, started: core.clock.monotonicNow)
             // Its framing is unknown: the connection cannot find the next request.
             refuseHead(failure, record: record, skippingIfBuffered: nil)
         case .complete(let head, let length):
@@ -214,7 +214,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
         }
         // A refusal builds its record here; a call builds its own in `H1ClientCall.init`.
         func refuseBeforeCall(_ failure: ProxyFailure, bodyKnown: Bool) {
-            var record = CallRecord(protocolName: "http1", started: started)
+            var record = CallRecord(clientProtocol: .http1, started: started)
             record.method = head.method
             record.target = head.target
             refuseHead(failure, record: record, skippingIfBuffered: head.keepAlive && bodyKnown ? body : nil)

@@ -158,7 +158,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         let now = core.clock.monotonicNow
         let call = H2ClientCall(clientStream: stream, connection: self,
                                 state: H2CallState(now: now, headTimeout: core.limits.headTimeout, ioTimeout: core.limits.ioTimeout),
-                                record: CallRecord(protocolName: "h2", started: now))
+                                record: CallRecord(clientProtocol: .h2, started: now))
         calls[stream] = call
     }
 
@@ -201,7 +201,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
             return
         }
         readRequestHead(call, fields)
-        call.record.protocolName = call.isGRPC ? "grpc" : "h2"
+        call.record.clientProtocol = call.isGRPC ? .grpc : .h2
         call.record.method = call.method
         call.record.target = call.path
         let deadline = call.grpcTimeout.map { core.clock.monotonicNow + $0 }

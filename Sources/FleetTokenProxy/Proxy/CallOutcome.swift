@@ -15,22 +15,26 @@
 /// stopped reading): `cancelled`.
 struct CallOutcome: Equatable {
     /// The value recorded. Bounded, as a label must be: an HTTP status is three digits, a gRPC
-    /// status 0–16 (`GRPCStatus`), and two words.
-    enum Code: Hashable {
+    /// status 0–16 (`GRPCStatus`), and two words. One integer inside, so that the metrics find a
+    /// call's series by hashing and comparing no more than the HTTP status alone cost them.
+    struct Code: Hashable {
+        /// A status (never negative), or one of the words below zero.
+        private let value: Int
+
         /// REST: the HTTP status written; gRPC: the gRPC status the client received.
-        case status(Int)
+        static func status(_ status: Int) -> Code { Code(value: max(0, status)) }
         /// The client went away before its answer ended.
-        case cancelled
+        static var cancelled: Code { Code(value: -1) }
         /// A REST answer the sidecar cut after its head: its client has a status and part of a
         /// body, not an answer.
-        case cut
+        static var cut: Code { Code(value: -2) }
 
         /// As the metrics' `code` label and the access log's `status` show it.
         var label: String {
-            switch self {
-            case .status(let n): return String(n)
-            case .cancelled: return "cancelled"
-            case .cut: return "cut"
+            switch value {
+            case Self.cancelled.value: return "cancelled"
+            case Self.cut.value: return "cut"
+            default: return String(value)
             }
         }
     }

@@ -5,8 +5,16 @@ import Logging
 /// so every call is counted the same way, whichever path it took (forwarded, refused, or ended
 /// before its answer did), by what its client saw (`outcome`, docs/CONTRACT.md §5).
 struct CallRecord {
-    /// `http1`, `h2` (REST over HTTP/2) or `grpc`: the metrics' `protocol` label.
-    var protocolName: String
+    /// How the client called: the metrics' `protocol` label, whose text is made once per series
+    /// (the metrics find a call's series by this value, which compares in one instruction).
+    enum ClientProtocol: String {
+        case http1
+        /// REST over HTTP/2.
+        case h2
+        case grpc
+    }
+
+    var clientProtocol: ClientProtocol
     let started: Double
     var method = "-"
     /// The request target or `:path`; only its path, cut to 128 bytes, is ever logged
@@ -20,8 +28,8 @@ struct CallRecord {
     /// `hit` or `miss` once the token was looked up.
     var cacheOutcome: String?
 
-    init(protocolName: String, started: Double) {
-        self.protocolName = protocolName
+    init(clientProtocol: ClientProtocol, started: Double) {
+        self.clientProtocol = clientProtocol
         self.started = started
     }
 
@@ -39,8 +47,8 @@ struct CallRecord {
     /// Writes the access-log line, the metrics and (at debug) the call line. Call once.
     func finish(core: ProxyCore, logger: Logger, extra: Logger.Metadata = [:]) {
         let seconds = core.clock.monotonicNow - started
-        let code = outcome.code(grpc: protocolName == "grpc")
-        core.metrics.callFinished(protocol: protocolName, code: code, seconds: seconds)
+        let code = outcome.code(grpc: clientProtocol == .grpc)
+        core.metrics.callFinished(protocol: clientProtocol, code: code, seconds: seconds)
         // Formatted only when a line is written.
         guard Self.writesLine(core: core, logger: logger) else { return }
         let ms = "\(Int(seconds * 1000))"
