@@ -63,11 +63,11 @@ final class ProxyMetrics {
     private let factory: (any MetricsFactory)?
 
     private struct CallLabels: Hashable {
-        var protocolName: String
-        var code: Int
+        var clientProtocol: CallRecord.ClientProtocol
+        var code: CallOutcome.Code
     }
     private var callCounters: [CallLabels: Counter] = [:]
-    private var callTimers: [String: CoreMetrics.Timer] = [:]
+    private var callTimers: [CallRecord.ClientProtocol: CoreMetrics.Timer] = [:]
     private var providerCounters: [ProviderOutcome: Counter] = [:]
     private var providerTimer: CoreMetrics.Timer?
     private struct HandshakeLabels: Hashable {
@@ -171,25 +171,27 @@ final class ProxyMetrics {
         return factory
     }
 
-    /// One client call answered: `protocol` is `http1`, `h2` or `grpc`; `code` the HTTP status
-    /// sent (the gRPC status for gRPC); `seconds` from its head read to its answer's end.
-    func callFinished(protocol protocolName: String, code: Int, seconds: Double) {
+    /// One client call ended: `protocol` is `http1`, `h2` or `grpc`; `code` what its client saw
+    /// (docs/CONTRACT.md §5, "What a call is recorded as"): the HTTP status written, the gRPC
+    /// status for gRPC, `cancelled` or `cut`; `seconds` from its head read to its end. The
+    /// label's text is made once per series, not per call.
+    func callFinished(protocol clientProtocol: CallRecord.ClientProtocol, code: CallOutcome.Code, seconds: Double) {
         guard isEnabled, let factory else { return }
-        let labels = CallLabels(protocolName: protocolName, code: code)
+        let labels = CallLabels(clientProtocol: clientProtocol, code: code)
         let counter: Counter
         if let existing = callCounters[labels] {
             counter = existing
         } else {
-            counter = Counter(label: Self.requestsTotal, dimensions: [("protocol", protocolName), ("code", String(code))], factory: factory)
+            counter = Counter(label: Self.requestsTotal, dimensions: [("protocol", clientProtocol.rawValue), ("code", code.label)], factory: factory)
             callCounters[labels] = counter
         }
         counter.increment()
         let timer: CoreMetrics.Timer
-        if let existing = callTimers[protocolName] {
+        if let existing = callTimers[clientProtocol] {
             timer = existing
         } else {
-            timer = CoreMetrics.Timer(label: Self.requestDuration, dimensions: [("protocol", protocolName)], factory: factory)
-            callTimers[protocolName] = timer
+            timer = CoreMetrics.Timer(label: Self.requestDuration, dimensions: [("protocol", clientProtocol.rawValue)], factory: factory)
+            callTimers[clientProtocol] = timer
         }
         timer.recordSeconds(max(0, seconds))
     }

@@ -11,7 +11,8 @@ import Glibc
 /// stream, docs/CONTRACT.md §6). It records every request whole (headers and body, by
 /// connection and stream) and answers each as the test's `script` says: an answer, a
 /// REFUSED_STREAM, a reset, a GOAWAY that leaves the stream out, or a body sent only as the
-/// sidecar gives credit for it.
+/// sidecar gives credit for it; a gRPC answer with its trailers, or trailers-only; a head then a
+/// reset; or nothing at all.
 ///
 /// `@unchecked Sendable`: the sessions live on the loop thread; the test thread reads the
 /// recorded requests under `lock`.
@@ -27,6 +28,16 @@ final class ScriptedH2Upstream: @unchecked Sendable {
         case goAwayBefore
         /// RST_STREAM INTERNAL_ERROR before any answer.
         case reset
+        /// A gRPC answer: a head (200, `application/grpc`), `message` as one gRPC message if
+        /// any, then trailers with `grpc-status: status`.
+        case grpc(message: [UInt8]?, status: Int)
+        /// A trailers-only gRPC answer: one HEADERS with END_STREAM holding `grpc-status: status`.
+        case grpcTrailersOnly(status: Int)
+        /// The head (`status`; `application/grpc` when `grpc`) and a first DATA frame, then
+        /// RST_STREAM INTERNAL_ERROR: an answer that breaks once begun.
+        case resetAfterHead(status: Int, grpc: Bool)
+        /// No answer: the stream stays open until the sidecar resets it.
+        case hang
 
         static func ok(_ text: String = #"{"name":"ok"}"#) -> Answer { .answer(status: 200, body: Array(text.utf8)) }
     }
@@ -123,8 +134,10 @@ private final class ScriptedH2Connection: TransportDelegate, H2SessionDelegate {
     private unowned let upstream: ScriptedH2Upstream
     private let number: Int
     private var requests: [Int32: ScriptedH2Upstream.Request] = [:]
-    /// Answer bodies still to send, and how far each went.
-    private var bodies: [Int32: (bytes: [UInt8], sent: Int)] = [:]
+    /// Answer bodies still to send, how far each went, and the trailers that end it.
+    private var bodies: [Int32: (bytes: [UInt8], sent: Int, trailers: H2HeaderList?)] = [:]
+    /// Streams reset once their first DATA frame is out.
+    private var resetAfterFirstData: Set<Int32> = []
     private var closed = false
 
     init(bev: OpaquePointer, upstream: ScriptedH2Upstream, number: Int, isTLS: Bool) throws {
@@ -188,15 +201,28 @@ private final class ScriptedH2Connection: TransportDelegate, H2SessionDelegate {
     func h2StreamClosed(stream: Int32, errorCode: UInt32) {
         requests.removeValue(forKey: stream)
         bodies.removeValue(forKey: stream)
+        resetAfterFirstData.remove(stream)
     }
 
     func h2ReadBody(stream: Int32, into buffer: UnsafeMutableRawBufferPointer) -> H2BodyRead {
         guard var body = bodies[stream] else { return .bytes(0, end: true, trailers: false) }
+        if resetAfterFirstData.contains(stream) {
+            // After the head, as DATA comes only once it went; the reset leaves after this frame.
+            guard body.sent == 0 else { return .deferred }
+            body.sent = 1
+            bodies[stream] = body
+            buffer[0] = body.bytes[0]
+            session.resetStream(stream, errorCode: 2) // INTERNAL_ERROR
+            return .bytes(1, end: false, trailers: false)
+        }
         let n = min(buffer.count, body.bytes.count - body.sent)
         body.bytes.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[body.sent..<(body.sent + n)])) }
         body.sent += n
         bodies[stream] = body
-        return .bytes(n, end: body.sent == body.bytes.count, trailers: false)
+        let end = body.sent == body.bytes.count
+        guard end, let trailers = body.trailers else { return .bytes(n, end: end, trailers: false) }
+        session.submitTrailer(stream: stream, trailers)
+        return .bytes(n, end: true, trailers: true)
     }
 
     func h2GoAway(lastStreamID: Int32, errorCode: UInt32) {}
@@ -209,8 +235,29 @@ private final class ScriptedH2Connection: TransportDelegate, H2SessionDelegate {
             head.append(name: ":status", value: String(status))
             head.append(name: "content-type", value: "application/json")
             head.append(name: "content-length", value: String(body.count))
-            if !body.isEmpty { bodies[stream] = (body, 0) }
+            if !body.isEmpty { bodies[stream] = (body, 0, nil) }
             session.submitResponse(stream: stream, head, hasBody: !body.isEmpty)
+        case .grpc(let message, let status):
+            var trailers = H2HeaderList()
+            trailers.append(name: "grpc-status", value: String(status))
+            let framed = message.map { [0] + withUnsafeBytes(of: UInt32($0.count).bigEndian, Array.init) + $0 } ?? []
+            bodies[stream] = (framed, 0, trailers)
+            session.submitResponse(stream: stream, Self.grpcHead(status: 200), hasBody: true)
+        case .grpcTrailersOnly(let status):
+            var head = Self.grpcHead(status: 200)
+            head.append(name: "grpc-status", value: String(status))
+            session.submitResponse(stream: stream, head, hasBody: false)
+        case .resetAfterHead(let status, let grpc):
+            var head = grpc ? Self.grpcHead(status: status) : H2HeaderList()
+            if !grpc {
+                head.append(name: ":status", value: String(status))
+                head.append(name: "content-type", value: "application/json")
+            }
+            bodies[stream] = (Array("{}".utf8), 0, nil)
+            resetAfterFirstData.insert(stream)
+            session.submitResponse(stream: stream, head, hasBody: true)
+        case .hang:
+            break
         case .refuse:
             session.resetStream(stream, errorCode: 7) // REFUSED_STREAM (RFC 9113 §7)
         case .reset:
@@ -219,6 +266,13 @@ private final class ScriptedH2Connection: TransportDelegate, H2SessionDelegate {
             session.goAway(lastStreamID: max(0, stream - 2))
         }
         flush()
+    }
+
+    private static func grpcHead(status: Int) -> H2HeaderList {
+        var head = H2HeaderList()
+        head.append(name: ":status", value: String(status))
+        head.append(name: "content-type", value: "application/grpc")
+        return head
     }
 }
 
