@@ -200,6 +200,21 @@ extension SidecarProcess {
         } while Date() < deadline
         return false
     }
+
+    /// Descriptors the sidecar holds open now (`/proc/<pid>/fd`); -1 when it cannot be read.
+    var descriptorCount: Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.processIdentifier)/fd").count) ?? -1
+    }
+}
+
+/// True once `condition` holds, checked every 10 ms for at most `seconds`.
+func eventually(within seconds: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition() {
+        if Date() > deadline { return false }
+        usleep(10_000)
+    }
+    return true
 }
 
 /// GET with curl: the HTTP status (0 if none) and body. `unixSocket` goes through a socket file.

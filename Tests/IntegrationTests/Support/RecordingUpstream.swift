@@ -236,6 +236,9 @@ final class RawClient {
     /// Everything received and not yet returned as a response.
     var unread: String { String(decoding: pending, as: UTF8.self) }
 
+    /// The same, as bytes (an HTTP/2 peer's frames).
+    var unreadBytes: [UInt8] { pending }
+
     private func readSome(within seconds: Double) -> Bool {
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         let ready = poll(&p, 1, Int32(max(1, seconds * 1000)))

@@ -12,7 +12,9 @@ import Glibc
 /// connection and stream) and answers each as the test's `script` says: an answer, a
 /// REFUSED_STREAM, a reset, a GOAWAY that leaves the stream out, or a body sent only as the
 /// sidecar gives credit for it; a gRPC answer with its trailers, or trailers-only; a head then a
-/// reset; or nothing at all.
+/// reset; nothing at all; or one of the faults of `H2Fault` (raw frames nghttp2 would not send).
+/// It counts the connections it accepted and those still open, and the streams the sidecar
+/// reset.
 ///
 /// `@unchecked Sendable`: the sessions live on the loop thread; the test thread reads the
 /// recorded requests under `lock`.
@@ -38,6 +40,8 @@ final class ScriptedH2Upstream: @unchecked Sendable {
         case resetAfterHead(status: Int, grpc: Bool)
         /// No answer: the stream stays open until the sidecar resets it.
         case hang
+        /// A fault on the connection instead of an answer.
+        case fault(H2Fault)
 
         static func ok(_ text: String = #"{"name":"ok"}"#) -> Answer { .answer(status: 200, body: Array(text.utf8)) }
     }
@@ -49,6 +53,14 @@ final class ScriptedH2Upstream: @unchecked Sendable {
         var body: [UInt8]
         func values(_ name: String) -> [String] { fields.filter { $0.name == name }.map(\.value) }
         var path: String { values(":path").first ?? "" }
+        var isGRPC: Bool { values("content-type").first?.hasPrefix("application/grpc") ?? false }
+    }
+
+    /// A stream the sidecar reset (RST_STREAM with `errorCode`).
+    struct Reset: Equatable {
+        var connection: Int
+        var stream: Int32
+        var errorCode: UInt32
     }
 
     private let loop: EventLoop
@@ -59,6 +71,8 @@ final class ScriptedH2Upstream: @unchecked Sendable {
     private var connectionsAccepted = 0
     private let lock = NSLock()
     private var recorded: [Request] = []
+    private var resetsSeen: [Reset] = []
+    private var openConnections: Set<Int> = []
     private let stopped = DispatchSemaphore(value: 0)
     private(set) var address = ""
 
@@ -91,6 +105,15 @@ final class ScriptedH2Upstream: @unchecked Sendable {
 
     var connectionCount: Int { lock.lock(); defer { lock.unlock() }; return connectionsAccepted }
 
+    /// Connections accepted and not closed yet (by either side).
+    var openConnectionCount: Int { lock.lock(); defer { lock.unlock() }; return openConnections.count }
+
+    /// Whether connection `number` (as `Request.connection` names it) is still open.
+    func isOpen(connection number: Int) -> Bool { lock.lock(); defer { lock.unlock() }; return openConnections.contains(number) }
+
+    /// Streams of requests the sidecar reset, in order.
+    var resets: [Reset] { lock.lock(); defer { lock.unlock() }; return resetsSeen }
+
     func stop() {
         let done = DispatchSemaphore(value: 0)
         loop.execute { [self] in
@@ -111,6 +134,9 @@ final class ScriptedH2Upstream: @unchecked Sendable {
         lock.unlock()
         guard let connection = try? ScriptedH2Connection(bev: bev, upstream: self, number: number, isTLS: tls != nil) else { return }
         connections[ObjectIdentifier(connection)] = connection
+        lock.lock()
+        openConnections.insert(number)
+        lock.unlock()
     }
 
     fileprivate func answer(for request: Request) -> Answer {
@@ -122,7 +148,16 @@ final class ScriptedH2Upstream: @unchecked Sendable {
     }
 
     fileprivate func closed(_ connection: ScriptedH2Connection) {
-        connections.removeValue(forKey: ObjectIdentifier(connection))
+        guard connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
+        lock.lock()
+        openConnections.remove(connection.number)
+        lock.unlock()
+    }
+
+    fileprivate func reset(_ reset: Reset) {
+        lock.lock()
+        resetsSeen.append(reset)
+        lock.unlock()
     }
 }
 
@@ -132,12 +167,16 @@ private final class ScriptedH2Connection: TransportDelegate, H2SessionDelegate {
     private var transport: Transport!
     private var session: H2Session!
     private unowned let upstream: ScriptedH2Upstream
-    private let number: Int
+    let number: Int
     private var requests: [Int32: ScriptedH2Upstream.Request] = [:]
     /// Answer bodies still to send, how far each went, and the trailers that end it.
     private var bodies: [Int32: (bytes: [UInt8], sent: Int, trailers: H2HeaderList?)] = [:]
     /// Streams reset once their first DATA frame is out.
     private var resetAfterFirstData: Set<Int32> = []
+    /// Faults to commit at the next flush, after the frames nghttp2 has queued: raw frames
+    /// must not land inside a callback's half-written output.
+    private var faults: [(stream: Int32, fault: H2Fault)] = []
+    private var receiving = false
     private var closed = false
 
     init(bev: OpaquePointer, upstream: ScriptedH2Upstream, number: Int, isTLS: Bool) throws {
@@ -160,7 +199,10 @@ private final class ScriptedH2Connection: TransportDelegate, H2SessionDelegate {
     // MARK: TransportDelegate
 
     func transportReadable(_ transport: Transport) {
+        receiving = true
+        defer { receiving = false }
         do { try session.receiveInput() } catch { return close() }
+        receiving = false
         flush()
     }
 
@@ -174,7 +216,33 @@ private final class ScriptedH2Connection: TransportDelegate, H2SessionDelegate {
     private func flush() {
         guard !closed else { return }
         session.flush()
+        if !faults.isEmpty && !receiving { return commitFaults() }
         if !session.isAlive && transport.outputLength == 0 { close() }
+    }
+
+    private func commitFaults() {
+        let due = faults
+        faults.removeAll()
+        for (stream, fault) in due {
+            transport.write(fault.frames(stream: stream))
+            switch fault.ending {
+            case .keepOpen:
+                break
+            case .tlsAlertThenClose:
+                // Under the TLS layer, straight to the socket.
+                if let bev = transport.bev {
+                    let fd = bufferevent_getfd(bev)
+                    _ = H2Fault.fatalAlertRecord.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                }
+                return close()
+            case .reset:
+                if let bev = transport.bev {
+                    var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+                    setsockopt(bufferevent_getfd(bev), SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+                }
+                return close()
+            }
+        }
     }
 
     // MARK: H2SessionDelegate
@@ -199,6 +267,7 @@ private final class ScriptedH2Connection: TransportDelegate, H2SessionDelegate {
     func h2DataEnded(stream: Int32) { requestEnded(stream) }
 
     func h2StreamClosed(stream: Int32, errorCode: UInt32) {
+        if errorCode != 0, requests[stream] != nil { upstream.reset(.init(connection: number, stream: stream, errorCode: errorCode)) }
         requests.removeValue(forKey: stream)
         bodies.removeValue(forKey: stream)
         resetAfterFirstData.remove(stream)
@@ -264,6 +333,8 @@ private final class ScriptedH2Connection: TransportDelegate, H2SessionDelegate {
             session.resetStream(stream, errorCode: 2) // INTERNAL_ERROR
         case .goAwayBefore:
             session.goAway(lastStreamID: max(0, stream - 2))
+        case .fault(let fault):
+            faults.append((stream, fault))
         }
         flush()
     }
