@@ -98,14 +98,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
 
     func transportReadable(_ transport: Transport) {
         guard !lifecycle.isClosed else { return }
-        do {
-            try session.receiveInput()
-        } catch {
-            logger.debug("HTTP/2 protocol error from client", metadata: ["error": "\(error)"])
-            session.flush() // the GOAWAY nghttp2 queued
-            close(reason: "\(error)")
-            return
-        }
+        session.receiveInput()
         flush()
     }
 
@@ -122,18 +115,27 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         close(reason: transport.describe(events: e))
     }
 
-    /// Writes what nghttp2 has queued; closes when neither side has anything left to say, or
-    /// when the lifecycle said so and all is written.
+    /// Writes what nghttp2 has queued, then asks whether the session is over (`H2Session.end`,
+    /// the one place a connection error either side declared is found): it closes at once
+    /// after the client's error or a fatal failure, else once all is written, as after a drain.
     func flush() {
         guard !lifecycle.isClosed else { return }
         session.flush()
         armTimers()
-        guard transport.outputLength == 0 else { return }
-        if !session.isAlive {
-            close(reason: "session ended")
-        } else if lifecycle.closesWhenWritten && !session.wantsWrite {
-            close(reason: "drained")
+        let end = session.end
+        if let end {
+            switch lifecycle.sessionOver(end.cause) {
+            case .closeNow?:
+                logger.debug("HTTP/2 connection error", metadata: ["error": "\(end)"])
+                return close(reason: "\(end)")
+            case .closeWhenWritten?:
+                if end.isConnectionError { logger.debug("HTTP/2 connection error", metadata: ["error": "\(end)"]) }
+            case nil:
+                break
+            }
         }
+        guard transport.outputLength == 0, lifecycle.closesWhenWritten, !session.wantsWrite else { return }
+        close(reason: end.map { "\($0)" } ?? "drained")
     }
 
     /// Flushes after the current callbacks (from the other connection's callbacks), once

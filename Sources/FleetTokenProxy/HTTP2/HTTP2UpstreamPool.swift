@@ -164,6 +164,15 @@ final class HTTP2UpstreamPool {
         if !closed, warm.replacesLost(age: age, left: connections.count) { openUnlessOpen() }
     }
 
+    /// A connection's session ended in a connection error (`H2SessionEnd`: a malformed frame,
+    /// a flood, the peer's GOAWAY with an error; RFC 9113 §5.4.1), its GOAWAY written: it
+    /// leaves the pool at once, its calls are sent again or fail, and its replacement is
+    /// dialed as for a connection the server dropped (`lost`).
+    func connectionError(_ connection: HTTP2UpstreamConnection, age: Double, end: H2SessionEnd) {
+        logger.warning("upstream HTTP/2 connection error; closing the connection", metadata: ["origin": "\(origin)", "error": "\(end)"])
+        lost(connection, age: age, reason: "\(end)")
+    }
+
     /// Connections open or connecting.
     var connectionCount: Int { connections.count }
 

@@ -47,6 +47,15 @@ enum H2Fault: CustomStringConvertible {
         }
     }
 
+    /// An HTTP/2 connection error (RFC 9113 §5.4.1), either side's: the sidecar names it in its
+    /// log. The others end the socket, or leave the connection sound.
+    var isConnectionError: Bool {
+        switch self {
+        case .goAwayBeforeStream, .tlsAlert, .abruptCloseMidAnswer: return false
+        default: return true
+        }
+    }
+
     /// What is done to the socket after the frames are written.
     enum Ending {
         /// Nothing: the connection stays open, the upstream reads and says nothing more.

@@ -201,7 +201,7 @@ private final class ScriptedH2Connection: TransportDelegate, H2SessionDelegate {
     func transportReadable(_ transport: Transport) {
         receiving = true
         defer { receiving = false }
-        do { try session.receiveInput() } catch { return close() }
+        session.receiveInput()
         receiving = false
         flush()
     }
@@ -217,7 +217,11 @@ private final class ScriptedH2Connection: TransportDelegate, H2SessionDelegate {
         guard !closed else { return }
         session.flush()
         if !faults.isEmpty && !receiving { return commitFaults() }
-        if !session.isAlive && transport.outputLength == 0 { close() }
+        // A peer's GOAWAY with an error is not taken as a close: the sidecar must close the
+        // connection itself, as a hostile upstream would leave it open.
+        guard let end = session.end, transport.outputLength == 0 else { return }
+        if case .peerError = end.cause { return }
+        close()
     }
 
     private func commitFaults() {
