@@ -115,6 +115,20 @@ final class UpstreamFaultTests: ScriptedUpstreamTestCase {
         try expectRecovery(from: .abruptCloseMidAnswer, .grpc, answered: .cut)
     }
 
+    /// An upstream that breaks every connection breaks one per call: every call still gets its
+    /// answer at once, and the log says so once an interval, not once a call.
+    func testAnUpstreamThatBreaksEveryConnectionIsLoggedOnceAnInterval() throws {
+        try start(.dataOnStreamZero)
+        for n in 0..<10 {
+            let (seen, took) = try make(.restPOST, id: "fault-storm-\(n)")
+            XCTAssertEqual(seen, .status(502))
+            XCTAssertLessThan(took, 3)
+        }
+        XCTAssertGreaterThanOrEqual(upstream.connectionCount, 10, "a connection a call")
+        let lines = sidecar.log.split(separator: "\n").filter { $0.contains("upstream HTTP/2 connection error") }
+        XCTAssertEqual(lines.count, 1, "\(lines)")
+    }
+
     // MARK: How a fault is met
 
     private enum Call: String {

@@ -41,6 +41,10 @@ final class HTTP2UpstreamPool {
     private var warm = WarmConnectionRule()
     /// The last connection, past its idle bound, and the replacement dialed before it closes.
     private var replacing: (old: HTTP2UpstreamConnection, new: HTTP2UpstreamConnection)?
+    /// One line an error per `connectionErrorLogInterval`: an upstream that breaks every new
+    /// connection breaks one per call (docs/CONTRACT.md §5, a storm must not fill the disk).
+    private var connectionErrorLog = LogRateLimiter(interval: HTTP2UpstreamPool.connectionErrorLogInterval)
+    static let connectionErrorLogInterval: Double = 10
 
     init(loop: EventLoop, origin: Origin, tls: TLSContext?, maxConnections: Int = 4, connectTimeout: Double = 10,
          idleTimeout: Double = Configuration.defaultUpstreamIdleTimeout, pingInterval: Double = H2Keepalive.defaultPingInterval,
@@ -169,7 +173,11 @@ final class HTTP2UpstreamPool {
     /// leaves the pool at once, its calls are sent again or fail, and its replacement is
     /// dialed as for a connection the server dropped (`lost`).
     func connectionError(_ connection: HTTP2UpstreamConnection, age: Double, end: H2SessionEnd) {
-        logger.warning("upstream HTTP/2 connection error; closing the connection", metadata: ["origin": "\(origin)", "error": "\(end)"])
+        if case .log(let suppressed) = connectionErrorLog.admit(end.description, now: now) {
+            var metadata: Logger.Metadata = ["origin": "\(origin)", "error": "\(end)"]
+            if suppressed > 0 { metadata["errors_since_last_line"] = "\(suppressed)" }
+            logger.warning("upstream HTTP/2 connection error; closing the connection", metadata: metadata)
+        }
         lost(connection, age: age, reason: "\(end)")
     }
 
