@@ -125,6 +125,7 @@ final class UpstreamFaultTests: ScriptedUpstreamTestCase {
             XCTAssertLessThan(took, 3)
         }
         XCTAssertGreaterThanOrEqual(upstream.connectionCount, 10, "a connection a call")
+        XCTAssertTrue(sidecar.waitForLog("upstream HTTP/2 connection error", timeout: 2))
         let lines = sidecar.log.split(separator: "\n").filter { $0.contains("upstream HTTP/2 connection error") }
         XCTAssertEqual(lines.count, 1, "\(lines)")
     }
@@ -220,7 +221,8 @@ final class UpstreamFaultTests: ScriptedUpstreamTestCase {
                       "\(fault), \(kind.rawValue): the sidecar closed the broken connection", file: file, line: line)
         XCTAssertEqual(upstream.openConnectionCount, 1, "\(fault), \(kind.rawValue): one connection left", file: file, line: line)
         if fault.isConnectionError {
-            XCTAssertTrue(sidecar.log.contains("upstream HTTP/2 connection error"), "\(fault): said in the log", file: file, line: line)
+            // The line reaches the test through a pipe read on another thread: waited for.
+            XCTAssertTrue(sidecar.waitForLog("upstream HTTP/2 connection error", timeout: 2), "\(fault): said in the log", file: file, line: line)
         }
         XCTAssertFalse(sidecar.log.contains("Bearer"), "no token in the log", file: file, line: line)
         XCTAssertTrue(eventually(within: 3) { self.sidecar.descriptorCount == descriptorsBefore },
