@@ -39,7 +39,7 @@ final class H2UpstreamStreamTests: XCTestCase {
     /// its method.
     func testAnExchangeWhoseRequestNeverLeftEndsUnprocessed() {
         let waiting = H2UpstreamStream(delegate: SilentCall())
-        guard case .unprocessed = waiting.endOnLostConnection(.upstreamUnavailable("gone"), peerLastStreamID: nil) else {
+        guard case .unprocessed = waiting.endOnLostConnection(.upstreamUnavailable("gone"), lastHeadSent: .max, peerLastStreamID: nil) else {
             return XCTFail("a queued exchange was never sent")
         }
         XCTAssertFalse(H2UpstreamStream.mayHaveBeenProcessed(headSent: false, stream: 1, peerLastStreamID: nil))

@@ -27,8 +27,6 @@ final class H2UpstreamStream: UpstreamExchange {
     private(set) var streamID: Int32 = -1
     /// The upstream ended its answer (END_STREAM): a clean close then completes the exchange.
     private(set) var answerEnded = false
-    /// The request's HEADERS frame went out: from then on Fleet Engine may be acting on it.
-    private(set) var requestHeadSent = false
 
     /// Response bytes received from the upstream, taken by the client, and given back to the
     /// upstream as stream credit.
@@ -71,17 +69,16 @@ final class H2UpstreamStream: UpstreamExchange {
         answerEnded = true
     }
 
-    func headSent() {
-        requestHeadSent = true
-    }
-
     /// How the exchange ends when its connection goes with it still there (a connection
     /// error, a broken socket): `unprocessed` when Fleet Engine cannot have acted on it — it
     /// waited for the connection, its HEADERS never left, or its stream is above the last one
     /// the peer's GOAWAY named (RFC 9113 §6.8) — else `connectionLost`. `ReplayPolicy` then
     /// decides whether the call goes again (docs/CONTRACT.md §7).
-    func endOnLostConnection(_ failure: ProxyFailure, peerLastStreamID: Int32?) -> UpstreamEnd {
-        let processed = Self.mayHaveBeenProcessed(headSent: place == .open && requestHeadSent, stream: streamID,
+    /// `lastHeadSent`: the highest stream whose HEADERS frame left on the connection (a
+    /// stream's HEADERS leave in the order of their ids, RFC 9113 §5.1.1, so every stream up to
+    /// it has sent its own).
+    func endOnLostConnection(_ failure: ProxyFailure, lastHeadSent: Int32, peerLastStreamID: Int32?) -> UpstreamEnd {
+        let processed = Self.mayHaveBeenProcessed(headSent: place == .open && streamID <= lastHeadSent, stream: streamID,
                                                   peerLastStreamID: peerLastStreamID)
         return processed ? .connectionLost(failure) : .unprocessed(failure)
     }

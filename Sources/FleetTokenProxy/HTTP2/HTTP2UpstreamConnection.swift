@@ -48,6 +48,9 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     private var tickTimer: ScheduledWork?
     /// The last stream the peer's GOAWAY said it may have processed: streams above it were not.
     private var peerLastStreamID: Int32?
+    /// The highest stream whose request HEADERS left (`h2SentHeaders`): a stream above it never
+    /// reached Fleet Engine (`H2UpstreamStream.endOnLostConnection`).
+    private var lastHeadSent: Int32 = 0
 
     init(bev: OpaquePointer, pool: HTTP2UpstreamPool, origin: Origin, isTLS: Bool, idleTimeout: Double, writeTimeout: Double,
          answerTimeout: Double, loop: EventLoop, id: Int) {
@@ -376,8 +379,10 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         pool.loadChanged(self)
     }
 
+    /// A request's HEADERS left: from then on Fleet Engine may be acting on it. One number, not
+    /// a mark on the stream (no table lookup per call): streams open in the order of their ids.
     func h2SentHeaders(stream: Int32) {
-        streams[stream]?.headSent()
+        if stream > lastHeadSent { lastHeadSent = stream }
     }
 
     func h2PingAcked() {
@@ -411,6 +416,8 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         session = nil
         transport.close()
         let failure = ProxyFailure.upstreamUnavailable("connection to \(origin) broke: \(reason)")
-        for exchange in open { exchange.end(end ?? exchange.endOnLostConnection(failure, peerLastStreamID: peerLastStreamID)) }
+        for exchange in open {
+            exchange.end(end ?? exchange.endOnLostConnection(failure, lastHeadSent: lastHeadSent, peerLastStreamID: peerLastStreamID))
+        }
     }
 }
