@@ -8,7 +8,6 @@ import XCTest
 /// environment, a SigV4-signed `GetCallerIdentity` request as the subject token, which the
 /// stand-in STS verifies with the credentials' secret. The secret never leaves the sidecar.
 final class AWSSourceTests: GoogleCredentialsTestCase {
-    var stsRequests: Int { standIns.sync { self.google.stsRequests } }
     let noAWSEnvironment = ["AWS_REGION": "", "AWS_DEFAULT_REGION": "", "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SESSION_TOKEN": ""]
 
     /// What `create-cred-config --aws --enable-imdsv2` writes, its metadata URLs at `imds`

@@ -8,7 +8,6 @@ import XCTest
 /// for `iam:`'s `signJwt`) and `generateIdToken` (for `--provider-id-token-audience`), with the
 /// file's delegates and quota project.
 final class ImpersonationTests: GoogleCredentialsTestCase {
-    var account: String { google.account.email }
     var impersonationURL: String { "http://\(standIns.googleAddress)/v1/projects/-/serviceAccounts/\(account):generateAccessToken" }
     var generateAccessTokenRequests: Int { standIns.sync { self.google.generateAccessTokenRequests } }
 

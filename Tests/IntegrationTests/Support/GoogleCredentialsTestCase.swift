@@ -14,9 +14,14 @@ class GoogleCredentialsTestCase: XCTestCase {
     var google: StandInGoogle { standIns.google! }
 
     override func setUpWithError() throws {
-        standIns = try StandInHost(google: true)
         directory = NSTemporaryDirectory() + "ftp-adc-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        standIns = try makeStandIns()
+    }
+
+    /// The stand-ins with the stand-in Google (`directory` is there already).
+    func makeStandIns() throws -> StandInHost {
+        try StandInHost(google: true)
     }
 
     override func tearDown() {
@@ -30,7 +35,49 @@ class GoogleCredentialsTestCase: XCTestCase {
             + (provider ? ["--provider-url", standIns.providerTemplate] : []) + flags,
             // Nothing of the test host's own credentials settings: each test says what it wants.
             environment: ["HOME": directory, "GOOGLE_APPLICATION_CREDENTIALS": "", "GCE_METADATA_HOST": "", "GOOGLE_CLOUD_QUOTA_PROJECT": "",
-                          "GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES": ""].merging(environment) { $1 })
+                          "GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES": "", "GOOGLE_API_CERTIFICATE_CONFIG": "",
+                          "CLOUDSDK_CONFIG": ""].merging(environment) { $1 })
+    }
+
+    var account: String { google.account.email }
+    var tokenFile: String { directory + "/oidc-token" }
+    var stsRequests: Int { standIns.sync { self.google.stsRequests } }
+    /// `http://` or (over TLS) `https://` and the stand-in Google's address.
+    var googleOrigin: String { String(standIns.sync { self.google.tokenURI }.dropLast("/token".count)) }
+
+    func writeSubjectToken(_ token: String) {
+        _ = FileManager.default.createFile(atPath: tokenFile, contents: Data(token.utf8))
+    }
+
+    /// What `gcloud iam workload-identity-pools create-cred-config` writes, its subject token in
+    /// `tokenFile` (a valid one written now) unless `source` says otherwise.
+    func externalAccountEnvironment(impersonate: Bool = false, source: JSONish? = nil, extra: [String: JSONish] = [:],
+                                    tokenURL: String? = nil) throws -> [String: String] {
+        writeSubjectToken(standIns.sync { self.google.subjectToken() })
+        var members: [String: JSONish] = [
+            "type": .string("external_account"), "audience": .string(standIns.sync { self.google.poolAudience }),
+            "subject_token_type": .string("urn:ietf:params:oauth:token-type:jwt"),
+            "token_url": .string(tokenURL ?? "\(googleOrigin)/v1/token"),
+            "credential_source": source ?? .object(["file": .string(tokenFile)]), "quota_project_id": .string("billed"),
+        ]
+        if impersonate {
+            members["service_account_impersonation_url"] = .string("\(googleOrigin)/v1/projects/-/serviceAccounts/\(account):generateAccessToken")
+            members["service_account_impersonation"] = .object(["token_lifetime_seconds": .number(1800)])
+        }
+        members.merge(extra) { $1 }
+        let path = directory + "/external.json"
+        _ = FileManager.default.createFile(atPath: path, contents: Data(JSONish.object(members).jsonText.utf8))
+        return ["GOOGLE_APPLICATION_CREDENTIALS": path]
+    }
+
+    /// With `--signer adc` over an external account: a vehicle's call and a trip's both go
+    /// through, on the one token STS handed out.
+    func assertOneExchangeServesEveryEntity(_ sidecar: SidecarProcess, file: StaticString = #filePath, line: UInt = #line) throws {
+        XCTAssertEqual(try call(sidecar, "/v1/providers/p/vehicles/v1").status, 200, sidecar.log, file: file, line: line)
+        XCTAssertEqual(try call(sidecar, "/v1/providers/p/trips/t1").status, 200, sidecar.log, file: file, line: line)
+        XCTAssertEqual(stsRequests, 1, "one exchange for every entity", file: file, line: line)
+        let last = String(try XCTUnwrap(lastAuthorization, file: file, line: line).dropFirst("Bearer ".count))
+        XCTAssertTrue(standIns.sync { self.google.federatedTokens.contains(last) }, "Fleet Engine saw STS's federated token", file: file, line: line)
     }
 
     /// The stand-in Google's service-account key as an ADC file whose token URI is the stand-in.
