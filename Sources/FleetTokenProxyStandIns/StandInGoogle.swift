@@ -1,4 +1,9 @@
 import FleetTokenProxy
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Google's credential endpoints on one loopback port (docs/CONTRACT.md §4a), so they share
 /// which access tokens are valid: the OAuth token endpoint (`POST /token`, JWT-bearer and
@@ -328,6 +333,28 @@ package final class StandInGoogle {
         let input = Base64URL.encode(Array(header.utf8)) + "." + Base64URL.encode(Array(claims.utf8))
         let signature = (try? (key ?? identityProvider).sign(Array(input.utf8))) ?? []
         return input + "." + Base64URL.encode(signature)
+    }
+
+    /// What `gcloud iam workload-identity-pools create-cred-config --service-account` writes for
+    /// this stand-in (at `origin`) as the pool and the account impersonated, `external-account.json`,
+    /// and its subject token file `oidc-token` (an OIDC token of the identity provider, valid an
+    /// hour), both mode 0600 in `directory`; returns the file's path. No key in either.
+    package func writeExternalAccount(origin: String, in directory: String) throws -> String {
+        let tokenPath = directory + "/oidc-token"
+        let configPath = directory + "/external-account.json"
+        let config = JSONish.object([
+            "type": .string("external_account"), "audience": .string(poolAudience),
+            "subject_token_type": .string("urn:ietf:params:oauth:token-type:jwt"), "token_url": .string("\(origin)/v1/token"),
+            "credential_source": .object(["file": .string(tokenPath)]),
+            "service_account_impersonation_url": .string("\(origin)\(Self.signJwtPrefix)\(account.email):generateAccessToken"),
+        ]).jsonText
+        for (path, text) in [(tokenPath, subjectToken(lifetime: 3600)), (configPath, config)] {
+            try? FileManager.default.removeItem(atPath: path)
+            guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
+                throw ConfigError("cannot write \(path)")
+            }
+        }
+        return configPath
     }
 
     /// STS (RFC 8693): a token-exchange grant for an access token, for this pool, with scope

@@ -10,40 +10,8 @@ import XCTest
 /// connection presented and it verifies against the pool's trust anchor. No key of Google's
 /// anywhere on the sidecar's side: the device's own key only opens the TLS connection.
 final class X509SourceTests: GoogleCredentialsTestCase {
-    var pki: TestPKI!
-    static let mtls = "urn:ietf:params:oauth:token-type:mtls"
-
     override func makeStandIns() throws -> StandInHost {
-        pki = try TestPKI(in: directory)
-        let standIns = try StandInHost(google: true, googleTLS: (cert: pki.path("server.pem"), key: pki.path("server.key")))
-        let anchor = try StandInTrustAnchor(caFile: pki.path("pool-root.pem"))
-        standIns.sync { standIns.google?.trustAnchor = anchor }
-        return standIns
-    }
-
-    /// What `create-cred-config --credential-cert-path` writes: the credentials file and the
-    /// certificate config (at `configLocation`, or gcloud's default place in HOME), naming
-    /// `device`'s certificate and `key`'s key; the sidecar trusts the stand-in Google's CA.
-    func certificateEnvironment(device: String = "device", key: String? = nil, trustChain: Bool = true, impersonate: Bool = false,
-                                useDefaultConfig: Bool = false, tokenURL: String? = nil) throws -> [String: String] {
-        let config = JSONish.object(["version": .number(1), "cert_configs": .object(["workload": .object([
-            "cert_path": .string(pki.path(device + ".pem")), "key_path": .string(pki.path((key ?? device) + ".key")),
-        ])])]).jsonText
-        var certificate: [String: JSONish] = [:]
-        if useDefaultConfig {
-            let gcloud = directory + "/.config/gcloud"
-            try FileManager.default.createDirectory(atPath: gcloud, withIntermediateDirectories: true)
-            try config.write(toFile: gcloud + "/certificate_config.json", atomically: true, encoding: .utf8)
-            certificate["use_default_certificate_config"] = .bool(true)
-        } else {
-            try config.write(toFile: directory + "/certificate_config.json", atomically: true, encoding: .utf8)
-            certificate["certificate_config_location"] = .string(directory + "/certificate_config.json")
-        }
-        if trustChain { certificate["trust_chain_path"] = .string(pki.path("pool-intermediate.pem")) }
-        var environment = try externalAccountEnvironment(impersonate: impersonate, source: .object(["certificate": .object(certificate)]),
-                                                         extra: ["subject_token_type": .string(Self.mtls)], tokenURL: tokenURL)
-        environment["SSL_CERT_FILE"] = pki.path("server-ca.pem")
-        return environment
+        try makeMutualTLSStandIns()
     }
 
     /// The base64 body of a PEM file: what a leaked key would look like in a log.
@@ -56,7 +24,7 @@ final class X509SourceTests: GoogleCredentialsTestCase {
         defer { sidecar.stop() }
         try assertOneExchangeServesEveryEntity(sidecar)
         XCTAssertEqual(standIns.sync { self.google.lastSTSClientCertificate }, try pki.der("device"), "STS saw the device's certificate")
-        XCTAssertEqual(standIns.sync { self.google.lastSTSForm["subject_token_type"] }, Self.mtls)
+        XCTAssertEqual(standIns.sync { self.google.lastSTSForm["subject_token_type"] }, CertificateCredentialSource.subjectTokenType)
         XCTAssertTrue(sidecar.log.contains("X.509 certificate \(pki.path("device.pem"))"), sidecar.log)
         XCTAssertFalse(sidecar.log.contains(try pemBody("device.key").prefix(40)), "no key in the log")
         assertNoTokenIn(sidecar.log)
