@@ -8,8 +8,9 @@ import XCTest
 /// signJwt authorised by it) and `--provider-id-token-audience` (an ID token for the provider,
 /// whose JWT then goes on). Each cell is one sidecar started from nothing but its environment:
 /// the stand-in Fleet Engine's verdict on a vehicle's call (or the start-up refusal), the time
-/// from spawning the process to `READY=1` on its `NOTIFY_SOCKET`, and the first call's time
-/// (every token of the chain fetched then). The stand-in Google serves TLS and asks for client
+/// from spawning the process to `READY=1` on its `NOTIFY_SOCKET`, and the first call's time as
+/// curl measures it (every token of the chain fetched then, from stand-ins that run in this
+/// test's debug build, on one thread). The stand-in Google serves TLS and asks for client
 /// certificates, as the mTLS STS does; the metadata server is served over plain HTTP too.
 ///
 /// `scripts/credential-matrix` runs this test and prints the table (written to
@@ -151,13 +152,15 @@ final class CredentialMatrixTests: GoogleCredentialsTestCase {
         guard ready.contains("READY=1"), let status = ready.first(where: { $0.hasPrefix("STATUS=serving on ") }) else {
             _ = sidecar.waitForExit(timeout: 5)
             let line = sidecar.log.split(separator: "\n").first.map(String.init) ?? "no line"
-            return Cell(verdict: "refused at start: " + Self.shortened(line), accepted: false, readyMilliseconds: readyMilliseconds)
+            let shown = line.replacingOccurrences(of: directory + "/", with: "")
+            return Cell(verdict: "refused at start: " + Self.shortened(shown), accepted: false, readyMilliseconds: readyMilliseconds)
         }
         let address = status.dropFirst("STATUS=serving on ".count)
-        let callStart = Date()
-        let out = try curl(["-w", "\n%{http_code}", "http://\(address)/v1/providers/p/vehicles/v-matrix"]).stdout
-        let firstCall = Date().timeIntervalSince(callStart) * 1000
-        let code = Int(out.split(separator: "\n").last ?? "") ?? 0
+        // curl times the call itself: its own start-up is not the sidecar's.
+        let out = try curl(["-w", "\n%{http_code} %{time_total}", "http://\(address)/v1/providers/p/vehicles/v-matrix"]).stdout
+        let written = (out.split(separator: "\n").last ?? "").split(separator: " ")
+        let code = written.first.flatMap { Int($0) } ?? 0
+        let firstCall = (written.last.flatMap { Double($0) } ?? 0) * 1000
         let accepted = code == 200 && fleetEngineStatistics.accepted == acceptedBefore + 1
         let verdict = accepted ? "accepted" : "refused: HTTP \(code) " + Self.shortened(String(out.split(separator: "\n").first ?? ""))
         return Cell(verdict: verdict, accepted: accepted, readyMilliseconds: readyMilliseconds, firstCallMilliseconds: firstCall)
@@ -183,6 +186,6 @@ final class CredentialMatrixTests: GoogleCredentialsTestCase {
         var text = line
         for prefix in ["fleet-token-proxy serve: ", "fleet-token-proxy: "] where text.hasPrefix(prefix) { text.removeFirst(prefix.count) }
         text = text.replacingOccurrences(of: "|", with: "/")
-        return text.count > 90 ? String(text.prefix(87)) + "..." : text
+        return text.count > 150 ? String(text.prefix(147)) + "..." : text
     }
 }

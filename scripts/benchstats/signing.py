@@ -133,7 +133,7 @@ class SigningReport:
             f"fleet-token-proxy bench signing, {s.get('FINISHED')}",
             f"host: {s.get('NPROC')} cores, {s.get('KERNEL')}; {s.get('H2LOAD_VERSION')}; {' '.join(s.get('WRK_VERSION').split()[:2])}",
             f"load average before the runs: {s.get('LOAD_BEFORE')}; after: {s.get('LOAD_AFTER')}",
-            f"commit: {s.get('COMMIT')}; serve {_SIGNERS.get(s.get('SIGNER') or 'key-file', '--signer ' + str(s.get('SIGNER')))} "
+            f"commit: {s.get('COMMIT')}; serve {self._signer()} "
             "in front of stand-in fleet-engine --jwks (each token's RS256 signature verified)",
             f"warm: h2load --h1 -t1 -c{s.get('WARM_CLIENTS')} -m1 --rps {s.get('WARM_RPS')} (each client) over "
             f"{s.get('WARM_ENTITIES')} vehicles whose tokens are cached, in slices of {s.get('SLICE_S')} s",
@@ -148,6 +148,13 @@ class SigningReport:
         ]
         out.extend(targets.closing_lines("issue 18 target", self.verdicts(), self.failures(), _TARGET))
         return out
+
+    def _signer(self) -> str:
+        signer = self.settings.get("SIGNER") or "key-file"
+        text = _SIGNERS.get(signer, "--signer " + signer)
+        if signer == "iam":
+            text += f", --provider-concurrency {self.settings.get('IAM_CONCURRENCY') or 32}"
+        return text
 
     @staticmethod
     def _phase_line(label: str, calls: WarmCalls | None) -> str:
