@@ -132,6 +132,8 @@ struct Serve: ParsableCommand {
         let environment = ProcessEnvironment.current()
         config.credentialEnvironment = environment
         let logger = LogSetup.makeLogger(level: config.logLevel)
+        // Before the loop exists: none of libevent's own lines may reach stderr raw.
+        LibeventLog.install(level: config.logLevel)
         // Read (and unset) before anything else can start a child that would inherit them.
         let activated = try SocketActivation.takeFromEnvironment(environment)
         let (loop, sidecar) = try build(config, logger: logger)

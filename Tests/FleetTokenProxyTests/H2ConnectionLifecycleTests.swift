@@ -117,4 +117,32 @@ final class H2ConnectionLifecycleTests: XCTestCase {
         XCTAssertNil(lifecycle.streamClosed())
         XCTAssertEqual(lifecycle.openStreams, 0)
     }
+
+    /// This side's connection error (or a session with nothing left to say): the GOAWAY is
+    /// written, then the connection closes; the streams go with it, none is taken.
+    func testASessionOverByThisSidesErrorClosesOnceTheGoAwayIsWritten() {
+        for cause in [H2SessionEnd.Cause.localError(code: 1), .finished] {
+            var lifecycle = H2ConnectionLifecycle()
+            _ = lifecycle.streamOpened(1)
+            XCTAssertEqual(lifecycle.sessionOver(cause), .closeWhenWritten, "\(cause)")
+            XCTAssertTrue(lifecycle.closesWhenWritten)
+            XCTAssertEqual(lifecycle.streamOpened(3), .refuse)
+            XCTAssertNil(lifecycle.sessionOver(cause), "once")
+            XCTAssertEqual(lifecycle.sessionEnded(), .close)
+        }
+    }
+
+    /// The client's connection error (its GOAWAY with an error) or a fatal failure: nothing more
+    /// will be read, the connection closes at once, even while draining or closing.
+    func testASessionOverByThePeersErrorOrAFailureClosesAtOnce() {
+        for cause in [H2SessionEnd.Cause.peerError(code: 2), .fatal(libraryCode: -904)] {
+            var draining = H2ConnectionLifecycle()
+            _ = draining.streamOpened(1)
+            _ = draining.drain(lastProcessedStreamID: 1)
+            XCTAssertEqual(draining.sessionOver(cause), .closeNow, "\(cause)")
+            XCTAssertEqual(draining.sessionOver(cause), .closeNow, "closing: still at once")
+            XCTAssertEqual(draining.sessionEnded(), .close)
+            XCTAssertNil(draining.sessionOver(cause), "closed: nothing")
+        }
+    }
 }

@@ -58,6 +58,17 @@ final class H2KeepaliveTests: XCTestCase {
         XCTAssertEqual(k.tick(now: 2300, idle: true), .closeIdle)
     }
 
+    /// `--upstream-idle-timeout 5`: ticks every 2.5 s, not at the 60 s answer bound, so a
+    /// connection idle since its last call closes 5 to 7.5 s later.
+    func testAnIdleBoundBelowTheAnswerBoundIsHonoured() {
+        var k = keepalive(idle: 5)
+        XCTAssertEqual(k.tickPeriod, 2.5)
+        XCTAssertNil(k.tick(now: 1001, idle: false), "a call")
+        XCTAssertNil(k.tick(now: 1003.5, idle: true), "idle from here")
+        XCTAssertNil(k.tick(now: 1006, idle: true))
+        XCTAssertEqual(k.tick(now: 1008.5, idle: true), .closeIdle)
+    }
+
     func testEnhanceYourCalmDoublesTheIntervalUpToTheBound() {
         var k = keepalive(interval: 300)
         XCTAssertEqual(k.goAway(errorCode: H2Keepalive.enhanceYourCalm, now: 1100), .replace(pingInterval: 600))

@@ -6,22 +6,9 @@ import XCTest
 /// in the call until the body is read, unlike a head, which is relayed within the callback that
 /// lends it), so the session they came from gathers its next block in the same storage.
 final class H2SessionReleaseTests: XCTestCase {
-    private final class Quiet: H2SessionDelegate, TransportDelegate {
-        func h2BeginHeaders(stream: Int32) {}
-        func h2HeadersEnded(stream: Int32, fields: H2HeaderList, endStream: Bool) {}
-        func h2Data(stream: Int32, bytes: UnsafeRawBufferPointer) {}
-        func h2DataEnded(stream: Int32) {}
-        func h2StreamClosed(stream: Int32, errorCode: UInt32) {}
-        func h2ReadBody(stream: Int32, into buffer: UnsafeMutableRawBufferPointer) -> H2BodyRead { .deferred }
-        func h2GoAway(lastStreamID: Int32, errorCode: UInt32) {}
-        func transportReadable(_ transport: Transport) {}
-        func transportWritable(_ transport: Transport) {}
-        func transportEvent(_ transport: Transport, events: Int16) {}
-    }
-
     func testReleasingTrailerSubmitLetsGoOfTheList() throws {
         let loop = try EventLoop()
-        let quiet = Quiet()
+        let quiet = QuietH2Peer()
         let transport = Transport(bev: try XCTUnwrap(bufferevent_socket_new(loop.base, -1, 0)), delegate: quiet)
         defer { transport.close() }
         let session = try H2Session(isServer: true, transport: transport, delegate: quiet)

@@ -2,7 +2,7 @@ import XCTest
 @testable import FleetTokenProxy
 
 /// The answer deadline's sweep decision (`H2UpstreamStream.answerStalled`), with sweep times
-/// passed in.
+/// passed in; how an exchange ends when its connection goes (`endOnLostConnection`).
 final class H2UpstreamStreamTests: XCTestCase {
     func testAnAnswerThatNeverStartsStallsAFullTimeoutAfterTheFirstSweepSawIt() {
         let stream = H2UpstreamStream(delegate: SilentCall())
@@ -32,5 +32,22 @@ final class H2UpstreamStreamTests: XCTestCase {
         ended.answerDidEnd()
         XCTAssertFalse(ended.answerStalled(now: 0, timeout: 60, bound: 1000))
         XCTAssertFalse(ended.answerStalled(now: 500, timeout: 60, bound: 1000))
+    }
+
+    /// Fleet Engine cannot have acted on a request that never left (still waiting for a
+    /// connection, or its HEADERS still in nghttp2): sent again under the replay rule, whatever
+    /// its method.
+    func testAnExchangeWhoseRequestNeverLeftEndsUnprocessed() {
+        let waiting = H2UpstreamStream(delegate: SilentCall())
+        guard case .unprocessed = waiting.endOnLostConnection(.upstreamUnavailable("gone"), peerLastStreamID: nil) else {
+            return XCTFail("a queued exchange was never sent")
+        }
+        XCTAssertFalse(H2UpstreamStream.mayHaveBeenProcessed(headSent: false, stream: 1, peerLastStreamID: nil))
+    }
+
+    func testAStreamAboveThePeersLastStreamWasNotProcessedAndOneAtOrBelowItMayHaveBeen() {
+        XCTAssertFalse(H2UpstreamStream.mayHaveBeenProcessed(headSent: true, stream: 5, peerLastStreamID: 3))
+        XCTAssertTrue(H2UpstreamStream.mayHaveBeenProcessed(headSent: true, stream: 3, peerLastStreamID: 3))
+        XCTAssertTrue(H2UpstreamStream.mayHaveBeenProcessed(headSent: true, stream: 5, peerLastStreamID: nil), "no GOAWAY named a stream")
     }
 }

@@ -118,6 +118,24 @@ final class HTTP1UpstreamPoolTests: BacklogListenerTestCase {
         pool.close()
     }
 
+    /// `--upstream-idle-timeout` below the response timeout (60 s here, as the sidecar runs)
+    /// still closes an idle connection on time: the bound is not checked only when the read
+    /// timeout fires.
+    func testAnIdleTimeoutShorterThanTheResponseTimeoutIsHonoured() throws {
+        var limits = ClientLimits()
+        limits.idleTimeout = 0.3
+        let pool = HTTP1UpstreamPool(loop: loop, origin: origin, tls: nil, maxConnections: 1, limits: limits, logger: Logger(label: "test"))
+        let connection = try XCTUnwrap(borrowed(from: pool))
+        pool.release(connection, reusable: true)
+        let idleSince = ContinuousClock.now
+        run(timeout: 0.25) { false }
+        XCTAssertEqual(pool.totalConnections, 1, "not idle for the bound yet")
+        run(timeout: 2) { pool.totalConnections == 0 }
+        XCTAssertEqual(pool.totalConnections, 0, "closed once idle for the idle timeout")
+        XCTAssertLessThan(ContinuousClock.now - idleSince, .milliseconds(500))
+        pool.close()
+    }
+
     func testAWarmPoolReplacesItsLastIdleConnectionBeforeClosingItAndClosesExtraOnes() throws {
         var limits = ClientLimits()
         limits.responseTimeout = 0.2

@@ -7,9 +7,9 @@ final class ProxyMetricsTests: XCTestCase {
 
     func testCallsAreCountedByProtocolAndCodeWithADurationHistogram() {
         let metrics = ProxyMetrics(registry: PrometheusCollectorRegistry())
-        metrics.callFinished(protocol: "http1", code: 200, seconds: 0.0004)
-        metrics.callFinished(protocol: "http1", code: 200, seconds: 0.02)
-        metrics.callFinished(protocol: "grpc", code: 14, seconds: 1)
+        metrics.callFinished(protocol: .http1, code: .status(200), seconds: 0.0004)
+        metrics.callFinished(protocol: .http1, code: .status(200), seconds: 0.02)
+        metrics.callFinished(protocol: .grpc, code: .status(14), seconds: 1)
         let text = page(metrics)
         XCTAssertTrue(text.contains(#"fleet_token_proxy_requests_total{protocol="http1",code="200"} 2"#), text)
         XCTAssertTrue(text.contains(#"fleet_token_proxy_requests_total{protocol="grpc",code="14"} 1"#), text)
@@ -56,7 +56,7 @@ final class ProxyMetricsTests: XCTestCase {
 
     func testDisabledMetricsRecordNothing() {
         let metrics = ProxyMetrics()
-        metrics.callFinished(protocol: "http1", code: 200, seconds: 0.1)
+        metrics.callFinished(protocol: .http1, code: .status(200), seconds: 0.1)
         metrics.openConnectionsChanged(to: 3)
         XCTAssertFalse(metrics.isEnabled)
         XCTAssertEqual(metrics.exposition(), [])
@@ -94,7 +94,7 @@ final class BuildInfoMetricTests: XCTestCase {
 final class MetricHelpTests: XCTestCase {
     func testEveryMetricTheSidecarMakesHasHelpBeforeItsType() {
         let metrics = ProxyMetrics(registry: PrometheusCollectorRegistry())
-        metrics.callFinished(protocol: "grpc", code: 0, seconds: 0.01)
+        metrics.callFinished(protocol: .grpc, code: .status(0), seconds: 0.01)
         metrics.providerFetchFinished(.success, seconds: 0.01)
         metrics.upstreamGoAwayReceived(code: 0)
         metrics.observeBufferBudget(used: 0, limit: 65536)

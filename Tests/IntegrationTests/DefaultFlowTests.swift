@@ -7,23 +7,7 @@ import XCTest
 /// the multiplexed TLS connection, against a scripted HTTP/2 upstream. A call, a body streamed
 /// both ways, a revoked token healed, a refused stream and one past a GOAWAY sent again, and a
 /// client that reads slowly.
-final class DefaultFlowTests: SidecarTestCase {
-    var upstream: ScriptedH2Upstream!
-    var dir: URL!
-
-    override func setUpWithError() throws {
-        try super.setUpWithError()
-        signal(SIGPIPE, SIG_IGN)
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("ftp-default-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-    }
-
-    override func tearDown() {
-        super.tearDown()
-        upstream?.stop()
-        try? FileManager.default.removeItem(at: dir)
-    }
-
+final class DefaultFlowTests: ScriptedUpstreamTestCase {
     private func start(_ script: @escaping @Sendable (ScriptedH2Upstream.Request, Int) -> ScriptedH2Upstream.Answer) throws {
         let certificate = try selfSignedCertificate(in: dir)
         upstream = try ScriptedH2Upstream(tls: certificate, script: script)
@@ -72,7 +56,7 @@ final class DefaultFlowTests: SidecarTestCase {
 
     func testARevokedTokenIsHealedOnce() throws {
         // The first token the upstream sees is refused, as Fleet Engine refuses a revoked one.
-        let tokens = TokensSeen()
+        let tokens = Sightings()
         try start { request, _ in
             tokens.first(request.values("authorization").first ?? "") ? .answer(status: 401, body: Array(#"{"error":{"code":401}}"#.utf8)) : .ok()
         }
@@ -121,17 +105,5 @@ final class DefaultFlowTests: SidecarTestCase {
         XCTAssertEqual(result.stdout, "200", result.stderr)
         let body = try [UInt8](Data(contentsOf: URL(fileURLWithPath: file)))
         XCTAssertTrue(body == answerBody, "\(body.count) of \(answerBody.count) bytes, or not the bytes sent")
-    }
-}
-
-/// Bearer tokens a scripted upstream has seen, across its loop thread and the test's.
-private final class TokensSeen: @unchecked Sendable {
-    private let lock = NSLock()
-    private var seen: Set<String> = []
-    /// True the first time `token` is seen.
-    func first(_ token: String) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return seen.insert(token).inserted
     }
 }

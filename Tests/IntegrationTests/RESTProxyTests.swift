@@ -77,6 +77,28 @@ final class RESTProxyTests: SidecarTestCase {
         XCTAssertEqual(answer.body.utf8.count, StandInFleetEngine.bigResponseSize)
     }
 
+    /// Two answers larger than the kernel's socket buffers on one keep-alive connection, to a
+    /// client that reads each only after a pause: reading from the upstream pauses (the
+    /// client's output past its high-water mark) and resumes for each, the second on the
+    /// upstream exchange the first one's call left (`H1UpstreamExchange.reusable`).
+    func testAClientThatReadsLateGetsTwoLargeAnswersOnOneConnection() throws {
+        let size = 8 << 20
+        let answer = Array("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(size)\r\n\r\n".utf8)
+            + [UInt8](repeating: 0x78, count: size)
+        let upstream = try RecordingUpstream(reply: { _, _ in .bytes(answer) })
+        defer { upstream.stop() }
+        sidecar = try SidecarProcess(["--upstream", "http://\(upstream.address)", "--provider-url", standIns.providerTemplate])
+        // A small window: what the client leaves unread queues in the sidecar, not the kernel.
+        let client = try RawClient(address: sidecar.address, receiveBuffer: 4096)
+        for round in 1...2 {
+            client.send(Array("GET /v1/providers/p1/vehicles/big-late HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+            Thread.sleep(forTimeInterval: 0.5)
+            let answer = client.readResponse(timeout: 20)
+            XCTAssertEqual(answer?.status, 200, "answer \(round)")
+            XCTAssertEqual(answer?.body.utf8.count, size, "answer \(round)")
+        }
+    }
+
     func testLargeRequestBodyIsRelayedWhole() throws {
         try startSidecar()
         let payload = "{\"pad\":\"" + String(repeating: "x", count: 300_000) + "\"}"

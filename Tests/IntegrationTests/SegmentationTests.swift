@@ -19,10 +19,10 @@ final class SegmentationTests: SidecarTestCase {
     /// A recording HTTP/1.1 upstream that answers the first request for each target 401 (with
     /// Fleet Engine's JSON error, as a revoked token gets) and every later one 200.
     private func startRevokingUpstream() throws {
-        let seen = SeenTargets()
+        let seen = Sightings()
         upstream = try RecordingUpstream { request, _ in
             let target = request.requestLine.split(separator: " ").dropFirst().first.map(String.init) ?? ""
-            guard seen.firstTime(target) else { return .bytes(RecordingUpstream.okJSON) }
+            guard seen.first(target) else { return .bytes(RecordingUpstream.okJSON) }
             let body = #"{"error":{"code":401,"status":"UNAUTHENTICATED"}}"#
             return .bytes(Array("HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8))
         }
@@ -105,18 +105,5 @@ final class SegmentationTests: SidecarTestCase {
         try startRevokingUpstream()
         try assertHealedWhateverTheCut(method: "PUT", path: "/v1/providers/p/vehicles/segc-put", body: #"{"a":1}"#, chunked: true)
         try assertHealedWhateverTheCut(method: "POST", path: "/v1/providers/p/vehicles/segc-post", body: #"{"c":3}"#, chunked: true)
-    }
-}
-
-/// Targets a recording upstream has answered, across its connection threads.
-private final class SeenTargets: @unchecked Sendable {
-    private let lock = NSLock()
-    private var seen: Set<String> = []
-
-    /// True the first time `target` is asked about.
-    func firstTime(_ target: String) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return seen.insert(target).inserted
     }
 }

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import signal
 import subprocess
 import time
@@ -19,11 +20,14 @@ def find_binary() -> Path:
 
 
 class SidecarProcess:
-    def __init__(self, binary: Path, *, upstream: str, provider_url: str, log_path: Path, extra_args: tuple[str, ...] = ()):
+    def __init__(self, binary: Path, *, upstream: str, provider_url: str, log_path: Path, extra_args: tuple[str, ...] = (),
+                 descriptor_limit: int | None = None):
         self.binary = binary
         self.args = [str(binary), "serve", "--listen", "127.0.0.1:0", "--upstream", upstream,
                      "--provider-url", provider_url, "--log-level", "info", *extra_args]
         self.log_path = log_path
+        # RLIMIT_NOFILE for the child (the soak's descriptor squeeze), else the caller's.
+        self.descriptor_limit = descriptor_limit
         self.process: subprocess.Popen | None = None
         self.address = ""
         # Set when a test stops it (stop(), or SIGTERM through `terminate()`): its exit is expected.
@@ -36,7 +40,14 @@ class SidecarProcess:
             # Only the flags given here: a FLEET_TOKEN_PROXY_* variable of the caller's must not
             # change what is under test.
             environment = {k: v for k, v in os.environ.items() if not k.startswith("FLEET_TOKEN_PROXY_")}
-            self.process = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=environment)
+            limit = self.descriptor_limit
+
+            def limit_descriptors() -> None:
+                if limit is not None:
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+            self.process = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=environment,
+                                            preexec_fn=limit_descriptors if limit is not None else None)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             match = _ADDRESS.search(self.log_path.read_text(errors="replace"))

@@ -56,7 +56,8 @@ class StandInProvider:
 
     # -- serving -----------------------------------------------------------------------------
 
-    def start(self) -> "StandInProvider":
+    def start(self, port: int = 0) -> "StandInProvider":
+        """Serves on `port` (0: any free one; a given one lets a restarted provider keep its URL)."""
         provider = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -68,7 +69,7 @@ class StandInProvider:
             def log_message(self, format, *args):  # keep pytest's output clean
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, name="standin-provider", daemon=True).start()
         return self

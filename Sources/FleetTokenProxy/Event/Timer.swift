@@ -44,8 +44,13 @@ final class Timer: ScheduledWork {
 }
 
 extension timeval {
+    /// The longest wait written: about 31 years. A longer one (`--upstream-idle-timeout 1e300`,
+    /// or `inf`, which the flag takes) is as good as never, and would not fit in `tv_sec`.
+    static let longestSeconds: Double = 1e9
+
+    /// `seconds`, from 0 (also for NaN) to `longestSeconds`.
     init(seconds: Double) {
-        let clamped = max(0, seconds)
+        let clamped = seconds > 0 ? min(seconds, Self.longestSeconds) : 0
         let whole = clamped.rounded(.down)
         self.init(tv_sec: Int(whole), tv_usec: Int((clamped - whole) * 1_000_000))
     }

@@ -65,7 +65,7 @@ final class H1ClientCall: UpstreamExchangeDelegate {
         self.connection = connection
         self.head = head
         self.key = key
-        record = CallRecord(protocolName: "http1", started: started)
+        record = CallRecord(clientProtocol: .http1, started: started)
         record.method = head.method
         // The target becomes a String only when a line is written (see `takeRecord`).
         record.entityType = key.type.rawValue
@@ -76,7 +76,7 @@ final class H1ClientCall: UpstreamExchangeDelegate {
     /// copied.
     @inline(__always)
     func takeRecord(core: ProxyCore, logger: Logger) -> CallRecord {
-        var taken = CallRecord(protocolName: "http1", started: 0)
+        var taken = CallRecord(clientProtocol: .http1, started: 0)
         swap(&taken, &record)
         if CallRecord.writesLine(core: core, logger: logger) { taken.target = head.target }
         return taken

@@ -47,7 +47,9 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
     /// The answer's head while `state` holds it for the answer's end.
     private var heldHead: ResponseHead?
     /// Resumes reading after the current callbacks, not inside the client session's read of the
-    /// answer; made the first time reading pauses.
+    /// answer; made the first time reading pauses, disarmed (not freed) when a send ends, so a
+    /// restarted exchange (`restart`) still has a working one (its action checks that the
+    /// answer is paused).
     private var resumeWakeup: LoopWakeup?
 
     /// Starts an exchange for the call `delegate` is the client half of; a failure (a head that
@@ -256,7 +258,7 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
 
     func cancel(_ why: UpstreamCancel) {
         delegate = nil
-        resumeWakeup?.cancel()
+        resumeWakeup?.disarm()
         switch state.cancelled() {
         case .cancelTicket?:
             ticket?.cancel()
@@ -312,7 +314,7 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
         guard connection === self.connection else { return }
         // Back in the pool already: it may carry another call from now on.
         self.connection = nil
-        resumeWakeup?.cancel()
+        resumeWakeup?.disarm()
         switch state.answerEnded() {
         case .reportEnd(let withHeldHead)?:
             if withHeldHead, let head = heldHead {
@@ -330,7 +332,7 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
     func responseFailed(_ failure: ProxyFailure, retryable: Bool) {
         guard connection != nil else { return }
         connection = nil
-        resumeWakeup?.cancel()
+        resumeWakeup?.disarm()
         switch state.connectionBroke(retryable: retryable) {
         // The keep-alive race: the origin closed a reused connection before answering, maybe
         // after reading the request (`ReplayPolicy` resends only what may run twice).

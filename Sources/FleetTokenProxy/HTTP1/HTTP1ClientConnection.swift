@@ -79,6 +79,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
     /// left half used), returns held bytes to the budget, and tells the server. Runs once:
     /// after the exchange moved to `closed`.
     private func tearDown(reason: String) {
+        recordUnended()
         endCall(abandoningUpstream: true)
         headTimer.cancel()
         logger.trace("connection closed", metadata: ["reason": "\(reason)"])
@@ -187,7 +188,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
             break
         case .invalid(let failure):
             core.statistics.calls += 1
-            let record = CallRecord(protocolName: "http1", started: core.clock.monotonicNow)
+            let record = CallRecord(clientProtocol: .http1, started: core.clock.monotonicNow)
             // Its framing is unknown: the connection cannot find the next request.
             refuseHead(failure, record: record, skippingIfBuffered: nil)
         case .complete(let head, let length):
@@ -213,7 +214,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
         }
         // A refusal builds its record here; a call builds its own in `H1ClientCall.init`.
         func refuseBeforeCall(_ failure: ProxyFailure, bodyKnown: Bool) {
-            var record = CallRecord(protocolName: "http1", started: started)
+            var record = CallRecord(clientProtocol: .http1, started: started)
             record.method = head.method
             record.target = head.target
             refuseHead(failure, record: record, skippingIfBuffered: head.keepAlive && bodyKnown ? body : nil)
@@ -523,7 +524,7 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
         let (framing, declared) = head.framing(requestMethod: call.head.method, status: status, endStream: endStream)
         switch exchange.responseHead(status: status, framing: framing, declared: declared) {
         case .relay(let relay)?:
-            call.record.status = status
+            call.record.outcome.headSent(status: status)
             core.statistics.upstreamStatus[status, default: 0] += 1
             cork(head, status: status, as: relay)
             call.relayFraming = relay.framing
@@ -618,6 +619,8 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
         guard inFlight === call else { return }
         if call.relayFraming == .chunked && exchange.isRelaying { corked.add(ByteView("0\r\n\r\n")) }
         uncork()
+        // A relayed answer is whole now, whatever the exchange decides next (a 401 is not relayed).
+        if call.relayFraming != nil { call.record.outcome.answerEnded() }
         switch exchange.responseEnded() {
         case .finishCall(let keepAlive)?:
             finishCall(keepAlive: keepAlive)
@@ -663,6 +666,8 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
             startExchange(call: number)
         case .closeAfterFlush?:
             uncork()
+            call.record.outcome.answerCut()
+            recordUnended()
             endCall(abandoningUpstream: true)
             finishAndClose()
         case .refuse(let failure, let keepAlive)?:
@@ -685,6 +690,13 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
             if abandoningUpstream { upstream.cancel(.abandoned) }
         }
         core.bufferBudget.release(call.reserved)
+    }
+
+    /// Records the call in flight when it ends before its answer did (docs/CONTRACT.md §5, "What
+    /// a call is recorded as"): the sidecar cut the answer, or the client went away.
+    private func recordUnended() {
+        guard let call = inFlight else { return }
+        call.takeRecord(core: core, logger: logger).finish(core: core, logger: logger)
     }
 
     private func finishCall(keepAlive: Bool) {
@@ -723,7 +735,8 @@ final class HTTP1ClientConnection: ClientConnection, TransportDelegate {
     private func answerRefusal(_ failure: ProxyFailure, keepAlive: Bool, record: CallRecord) {
         core.statistics.refusedByStatus[failure.httpStatus, default: 0] += 1
         var record = record
-        record.status = failure.httpStatus
+        record.outcome.headSent(status: failure.httpStatus)
+        record.outcome.answerEnded()
         record.refusal = failure.message
         record.finish(core: core, logger: logger)
         endCall(abandoningUpstream: true)

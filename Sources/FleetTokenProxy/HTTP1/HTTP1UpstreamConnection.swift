@@ -41,11 +41,9 @@ final class HTTP1UpstreamConnection: TransportDelegate {
     /// lent. Only the pool reads and sets it.
     var lentSlot = -1
     let id: Int
-    /// Idle time counted by read-timeout ticks since `markIdle`, and the read timeout now set:
-    /// the idle bound costs nothing per exchange (no clock read, no timer change) and is
-    /// checked only when the response timeout fires on an idle connection.
-    private var idleTicked: Double = 0
-    private var readTimeout: Double = 0
+    /// Ticks of the pool's idle sweep seen since `markIdle` (`IdleSweep`); only the pool reads
+    /// and sets it.
+    var idleTicks = 0
 
     init(bev: OpaquePointer, pool: HTTP1UpstreamPool, limits: ClientLimits, id: Int, isTLS: Bool) {
         self.pool = pool
@@ -64,8 +62,6 @@ final class HTTP1UpstreamConnection: TransportDelegate {
         self.sink = sink
         bytesReceived = false
         state = .awaitingHead
-        // Only after an idle stretch shortened it for the last tick before the idle bound.
-        if readTimeout != limits.responseTimeout { setReadTimeout(limits.responseTimeout) }
         // The answer gets the whole response timeout from now, however long the connection sat
         // idle in the pool: the read timeout otherwise counts from the last bytes it read.
         if readingPaused { resumeReading() } else { transport.restartReadTimeout() }
@@ -185,11 +181,12 @@ final class HTTP1UpstreamConnection: TransportDelegate {
     func transportEvent(_ transport: Transport, events: Int16) {
         let e = Int32(events)
         if e & BEV_EVENT_CONNECTED != 0 {
-            // Set once for the connection's life: the answer's bound while busy, the idle bound
-            // while pooled. Changing them per exchange would cost epoll_ctl calls; each exchange
-            // only restarts the read timeout (`beginExchange`), which moves a timer and no more.
+            // Set once for the connection's life: the answer's bound. Changing it per exchange
+            // would cost epoll_ctl calls; each exchange only restarts the read timeout
+            // (`beginExchange`), which moves a timer and no more. The idle bound is the pool's
+            // sweep (`IdleSweep`).
             transport.readDirectly()
-            setReadTimeout(limits.responseTimeout)
+            transport.setTimeouts(read: limits.responseTimeout, write: limits.responseTimeout)
             pool.connected(self)
             return
         }
@@ -198,7 +195,8 @@ final class HTTP1UpstreamConnection: TransportDelegate {
         case .connecting:
             pool.dialFailed(self, reason: why)
         case .idle where e & BEV_EVENT_TIMEOUT != 0:
-            idleTimeoutTicked()
+            // Quiet for the answer's bound while pooled: nothing wrong, keep watching for a close.
+            transport.enableReading()
         case .idle:
             pool.discard(self, reason: why)
         case .readingBody(.untilClose) where e & BEV_EVENT_EOF != 0:
@@ -220,7 +218,7 @@ final class HTTP1UpstreamConnection: TransportDelegate {
 
     func markIdle() {
         state = .idle
-        idleTicked = 0
+        idleTicks = 0
         sink = nil
         if readingPaused { resumeReading() }
     }
@@ -233,29 +231,6 @@ final class HTTP1UpstreamConnection: TransportDelegate {
     }
 
     // MARK: Private
-
-    /// The read timeout fired on an idle connection: it has been idle about `idleTicked`
-    /// seconds (the timeout counts from the answer's last bytes, when it went idle). Closed
-    /// once that reaches `limits.idleTimeout` (or at the first tick, when the response timeout
-    /// is the longer); otherwise it keeps reading, the last tick shortened to end on the bound.
-    private func idleTimeoutTicked() {
-        idleTicked += readTimeout
-        let left = limits.idleTimeout - idleTicked
-        guard left > 0.001 else {
-            if pool.idleBoundReached(self) { return }
-            // Kept until its replacement is up: ticks go on at the answer's bound.
-            if readTimeout != limits.responseTimeout { setReadTimeout(limits.responseTimeout) }
-            transport.enableReading()
-            return
-        }
-        if left < readTimeout { setReadTimeout(left) }
-        transport.enableReading()
-    }
-
-    private func setReadTimeout(_ seconds: Double) {
-        readTimeout = seconds
-        transport.setTimeouts(read: seconds, write: limits.responseTimeout)
-    }
 
     /// Lends the first `count` bytes of the input to the sink, a chain at a time, then drops
     /// them. The sink copies what it keeps and never closes the connection from inside the
@@ -329,7 +304,7 @@ struct ClientLimits {
     /// Time allowed for the answer to start and between any two reads of it.
     var responseTimeout: Double = 60
     /// How long a pooled connection may stay idle (`--upstream-idle-timeout` for Fleet
-    /// Engine), checked each `responseTimeout` while idle.
+    /// Engine), any length: the pool's sweep checks it (`IdleSweep`).
     var idleTimeout: Double = 60
     var connectTimeout: Double = 10
 }

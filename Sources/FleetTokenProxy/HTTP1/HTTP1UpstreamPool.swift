@@ -52,6 +52,9 @@ final class HTTP1UpstreamPool {
     private var warm = WarmConnectionRule()
     /// The last connection, past its idle bound, and the replacement dialed before it closes.
     private var replacing: (old: HTTP1UpstreamConnection, new: HTTP1UpstreamConnection)?
+    /// The idle bound, in ticks of `sweepTimer`, which runs while the pool has connections.
+    private let idleSweep: IdleSweep
+    private var sweepTimer: ScheduledWork?
 
     init(loop: EventLoop, origin: Origin, tls: TLSContext?, maxConnections: Int, limits: ClientLimits = ClientLimits(),
          maxWaiters: Int = HTTP1UpstreamPool.defaultMaxWaiters, metrics: ProxyMetrics = ProxyMetrics(), logger: Logger) {
@@ -63,7 +66,10 @@ final class HTTP1UpstreamPool {
         self.metrics = metrics
         self.maxWaiters = max(0, maxWaiters)
         self.logger = logger
+        idleSweep = IdleSweep(idleTimeout: limits.idleTimeout)
     }
+
+    deinit { sweepTimer?.cancel() }
 
     var totalConnections: Int { idle.count + dialing.count + busy.count }
     /// Idle connections, and connections dialed so far (for tests).
@@ -117,9 +123,10 @@ final class HTTP1UpstreamPool {
         warming = dialing.keys.first
     }
 
-    /// An idle connection reached `limits.idleTimeout`. It closes, unless it is the pool's last
-    /// and the pool keeps one warm: then its replacement is dialed first (for the idle list),
-    /// and it stays idle, lent to calls, until that is up. False when it stays open.
+    /// An idle connection reached `limits.idleTimeout` (`sweepIdle`). It closes, unless it is
+    /// the pool's last and the pool keeps one warm: then its replacement is dialed first (for
+    /// the idle list), and it stays idle, lent to calls, until that is up. False when it stays
+    /// open.
     func idleBoundReached(_ connection: HTTP1UpstreamConnection) -> Bool {
         switch warm.idleBoundReached(others: totalConnections - 1, replacing: replacing?.old === connection) {
         case .close:
@@ -133,6 +140,25 @@ final class HTTP1UpstreamPool {
             if let replacement = dial(for: forNoOne) { replacing = (connection, replacement) }
             return false
         }
+    }
+
+    /// Each `idleSweep.period` while the pool has connections: every idle one is a tick older,
+    /// and those past the bound meet `idleBoundReached`. Armed when a connection comes up, not
+    /// per exchange.
+    private func scheduleSweep() {
+        guard sweepTimer == nil, !closed else { return }
+        // Unowned: `close()` and `deinit` cancel the timer.
+        sweepTimer = loop.schedule(after: idleSweep.period) { [unowned self] in
+            sweepTimer = nil
+            sweepIdle()
+            if totalConnections > 0 { scheduleSweep() }
+        }
+    }
+
+    private func sweepIdle() {
+        var past: [HTTP1UpstreamConnection] = []
+        for connection in idle where idleSweep.tick(&connection.idleTicks) { past.append(connection) }
+        for connection in past where !idleBoundReached(connection) { idleSweep.kept(&connection.idleTicks) }
     }
 
     /// A waiting ticket was cancelled: it no longer counts against `maxWaiters`.
@@ -190,6 +216,8 @@ final class HTTP1UpstreamPool {
     func close() {
         closed = true
         replacing = nil
+        sweepTimer?.cancel()
+        sweepTimer = nil
         for c in idle { c.closeTransport() }
         idle.removeAll()
         for c in busy.removeAll() { c.closeTransport() }
@@ -208,6 +236,7 @@ final class HTTP1UpstreamPool {
         guard let d = dialing.removeValue(forKey: ObjectIdentifier(connection)) else { return }
         if warming == ObjectIdentifier(connection) { warming = nil }
         if let bev = connection.bufferevent { Dialer.setNoDelay(bev) }
+        scheduleSweep()
         busy.insert(connection)
         if d.ticket.isPending {
             d.ticket.complete(.success(connection))

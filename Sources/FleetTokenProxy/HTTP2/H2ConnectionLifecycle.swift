@@ -1,8 +1,10 @@
 /// The life of one HTTP/2 client connection as a pure state machine (after swift-nio-http2's
 /// server connection management): active → draining (GOAWAY sent with the last stream id the
 /// sidecar took, streams below it finishing) → closing (once what is queued is written) →
-/// closed. The connection feeds it stream opens and closes, drain requests, the peer's GOAWAY
-/// and the session's end, and carries out what each returns (docs/CONTRACT.md §7).
+/// closed. The connection feeds it stream opens and closes, drain requests, the peer's GOAWAY,
+/// the session being over (`H2Session.end`: a connection error either side, or nothing left to
+/// say) and the close, and carries out what each returns (docs/CONTRACT.md §7; a connection
+/// error ends the connection, RFC 9113 §5.4.1).
 ///
 /// | state    | event                         | next state | action                                 |
 /// |----------|-------------------------------|------------|----------------------------------------|
@@ -16,6 +18,8 @@
 /// | draining | streamClosed, none left       | closing    | closeWhenWritten                       |
 /// | draining | drain / peerGoAway            | draining   | —                                      |
 /// | closing  | streamOpened                  | closing    | refuse                                 |
+/// | active, draining | sessionOver (this side's error, or ended) | closing | closeWhenWritten (the GOAWAY) |
+/// | active, draining, closing | sessionOver (the peer's error, a fatal failure) | closing | closeNow |
 /// | any      | sessionEnded                  | closed     | close                                  |
 /// | closed   | streamOpened                  | closed     | refuse                                 |
 /// | closed   | anything else                 | closed     | —                                      |
@@ -45,6 +49,14 @@ struct H2ConnectionLifecycle: Equatable {
     enum SessionEndAction: Equatable {
         /// Free the connection now (first end only).
         case close
+    }
+
+    enum SessionOverAction: Equatable {
+        /// Close now: the peer reads nothing more (it declared a connection error), or the
+        /// session failed.
+        case closeNow
+        /// Close once what is queued, this side's GOAWAY among it, is written.
+        case closeWhenWritten
     }
 
     private(set) var state: State = .active(openStreams: 0)
@@ -111,7 +123,22 @@ struct H2ConnectionLifecycle: Equatable {
         return .closeWhenWritten
     }
 
-    /// The session has nothing left to read or write, or the connection broke.
+    /// The session can carry nothing more (`H2Session.end`, for `cause`): no stream is taken
+    /// any more, and every open one ends with the connection.
+    mutating func sessionOver(_ cause: H2SessionEnd.Cause) -> SessionOverAction? {
+        switch cause {
+        case .peerError, .fatal:
+            guard state != .closed else { return nil }
+            state = .closing
+            return .closeNow
+        case .localError, .finished:
+            guard state != .closing, state != .closed else { return nil }
+            state = .closing
+            return .closeWhenWritten
+        }
+    }
+
+    /// The connection closes now (after `sessionOver`, a drain, or a broken socket).
     mutating func sessionEnded() -> SessionEndAction? {
         guard state != .closed else { return nil }
         state = .closed

@@ -23,12 +23,15 @@ protocol H2SessionDelegate: AnyObject {
     func h2GoAway(lastStreamID: Int32, errorCode: UInt32)
     /// Our side of `stream` ended: a HEADERS or DATA frame with END_STREAM went out.
     func h2SentEndStream(stream: Int32)
+    /// A HEADERS frame of `stream` went out (for a client: its request reached the socket).
+    func h2SentHeaders(stream: Int32)
     /// The peer acknowledged a PING this side sent (`submitPing`).
     func h2PingAcked()
 }
 
 extension H2SessionDelegate {
     func h2SentEndStream(stream: Int32) {}
+    func h2SentHeaders(stream: Int32) {}
     func h2PingAcked() {}
 }
 
@@ -43,6 +46,12 @@ enum H2BodyRead {
 
 /// One nghttp2 session (server or client side) on one `Transport`, with its C callbacks as
 /// trampolines into the delegate. Frames go out only in `flush()`, never from inside a callback.
+///
+/// Connection errors: nghttp2 reports them three ways — `mem_recv` or `mem_send` failing
+/// fatally, a GOAWAY with an error it queues itself (after which it wants neither to read
+/// nor to write), and the peer's GOAWAY with an error. All three come to `end`, which the
+/// owner asks after every `receiveInput` and `flush`, and which is its one way to learn that
+/// the connection must go (RFC 9113 §5.4.1).
 final class H2Session {
     private(set) var session: OpaquePointer?
     unowned(unsafe) let delegate: H2SessionDelegate
@@ -63,6 +72,11 @@ final class H2Session {
     /// Frames serialized by one `flush()`, written to the socket together (one system call
     /// instead of one per frame).
     private let staging = EventBuffer()
+    /// What `end` is made of: a fatal failure of `mem_recv` or `mem_send`, the GOAWAY with an
+    /// error this side sent (and nghttp2's reason in it), the peer's GOAWAY with an error.
+    private var fatalFailure: Int32?
+    private var goAwaySent: (code: UInt32, reason: String?)?
+    private var peerGoAwayError: UInt32?
 
     /// Creates a session; `isServer` picks the side, with the abuse limits of `H2Limits`.
     /// Automatic WINDOW_UPDATEs are off: credit is returned with `consume` once bytes have been
@@ -120,18 +134,18 @@ final class H2Session {
         }
     }
 
-    /// Feeds every byte in the transport's input to nghttp2. Returns an error for a protocol
-    /// violation (the owner then flushes the GOAWAY nghttp2 queued, and closes).
-    func receiveInput() throws(H2Error) {
-        guard let session else { return }
+    /// Feeds every byte in the transport's input to nghttp2. A connection error found in it
+    /// shows in `end` (after the `flush()` that sends its GOAWAY).
+    func receiveInput() {
+        guard let session, fatalFailure == nil else { return }
         let input = transport.input
         var consumed = 0
-        var failure: H2Error?
+        var failure: Int32?
         callbackDepth += 1
         forEachChain(of: input) { piece in
             let rc = nghttp2_session_mem_recv(session, piece.baseAddress!.assumingMemoryBound(to: UInt8.self), piece.count)
             if rc < 0 {
-                failure = H2Error(code: Int32(rc), context: "receive")
+                failure = Int32(rc)
                 return false
             }
             consumed += rc
@@ -139,7 +153,29 @@ final class H2Session {
         }
         callbackDepth -= 1
         transport.drainInput(consumed)
-        if let failure { throw failure }
+        if let failure { failed(failure) }
+    }
+
+    /// nghttp2 failed fatally: nothing more is read, and a GOAWAY (ENHANCE_YOUR_CALM for a
+    /// flood, else INTERNAL_ERROR; nghttp2 queued PROTOCOL_ERROR itself for a bad preface) is
+    /// queued for the flush that precedes the close.
+    private func failed(_ code: Int32) {
+        guard fatalFailure == nil, let session else { return }
+        fatalFailure = code
+        let error = code == NGHTTP2_ERR_FLOODED.rawValue ? NGHTTP2_ENHANCE_YOUR_CALM : NGHTTP2_INTERNAL_ERROR
+        nghttp2_session_terminate_session(session, error.rawValue)
+    }
+
+    /// Why the session can carry nothing more, or nil while it goes on (see `H2SessionEnd`).
+    /// A connection error this side found counts once its GOAWAY is out: until then nghttp2
+    /// still wants to write.
+    var end: H2SessionEnd? {
+        guard let session else { return H2SessionEnd(cause: .finished) }
+        if let fatalFailure { return H2SessionEnd(cause: .fatal(libraryCode: fatalFailure), reason: goAwaySent?.reason) }
+        if let peerGoAwayError { return H2SessionEnd(cause: .peerError(code: peerGoAwayError)) }
+        guard nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 else { return nil }
+        if let goAwaySent { return H2SessionEnd(cause: .localError(code: goAwaySent.code), reason: goAwaySent.reason) }
+        return H2SessionEnd(cause: .finished)
     }
 
     /// Serializes queued frames into the transport, until nghttp2 has nothing more or the
@@ -157,6 +193,7 @@ final class H2Session {
             while staging.count < room {
                 var data: UnsafePointer<UInt8>?
                 let n = nghttp2_session_mem_send(session, &data)
+                if n < 0 { fatalFailure = fatalFailure ?? Int32(n) }
                 if n <= 0 { drained = true; break }
                 staging.add(ByteView(start: data, count: n))
             }
@@ -166,12 +203,6 @@ final class H2Session {
         }
         // A closed transport takes nothing; nothing staged may linger into a later flush.
         staging.drain(staging.count)
-    }
-
-    /// True while the session has anything left to read or write.
-    var isAlive: Bool {
-        guard let session else { return false }
-        return nghttp2_session_want_read(session) != 0 || nghttp2_session_want_write(session) != 0
     }
 
     /// True while nghttp2 has frames queued to send.
@@ -327,6 +358,7 @@ final class H2Session {
                 if endStream { me.delegate.h2DataEnded(stream: hd.stream_id) }
             case NGHTTP2_GOAWAY.rawValue:
                 let goaway = frame!.pointee.goaway
+                if goaway.error_code != NGHTTP2_NO_ERROR.rawValue && me.peerGoAwayError == nil { me.peerGoAwayError = goaway.error_code }
                 me.delegate.h2GoAway(lastStreamID: goaway.last_stream_id, errorCode: goaway.error_code)
             case NGHTTP2_PING.rawValue where hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0:
                 me.delegate.h2PingAcked()
@@ -336,10 +368,16 @@ final class H2Session {
             return 0
         }
         nghttp2_session_callbacks_set_on_frame_send_callback(callbacks) { _, frame, userData in
+            let me = H2Session.from(userData)
             let hd = frame!.pointee.hd
             let type = UInt32(hd.type)
+            if type == NGHTTP2_HEADERS.rawValue { me.delegate.h2SentHeaders(stream: hd.stream_id) }
             if (type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue) && hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
-                H2Session.from(userData).delegate.h2SentEndStream(stream: hd.stream_id)
+                me.delegate.h2SentEndStream(stream: hd.stream_id)
+            }
+            if type == NGHTTP2_GOAWAY.rawValue && frame!.pointee.goaway.error_code != NGHTTP2_NO_ERROR.rawValue && me.goAwaySent == nil {
+                let goaway = frame!.pointee.goaway
+                me.goAwaySent = (goaway.error_code, H2Session.reason(goaway.opaque_data, count: goaway.opaque_data_len))
             }
             return 0
         }
@@ -353,6 +391,16 @@ final class H2Session {
             me.delegate.h2StreamClosed(stream: stream, errorCode: errorCode)
             return 0
         }
+    }
+}
+
+extension H2Session {
+    /// The debug data of a GOAWAY this side sent, for the log: nghttp2's own fixed text for the
+    /// error (never a header field), kept to printable ASCII and 96 bytes.
+    fileprivate static func reason(_ data: UnsafeMutablePointer<UInt8>?, count: Int) -> String? {
+        guard let data, count > 0 else { return nil }
+        let bytes = UnsafeBufferPointer(start: data, count: min(count, 96))
+        return String(decoding: bytes.map { (0x20...0x7e).contains($0) ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
     }
 }
 

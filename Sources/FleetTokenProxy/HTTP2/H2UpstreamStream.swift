@@ -27,6 +27,8 @@ final class H2UpstreamStream: UpstreamExchange {
     private(set) var streamID: Int32 = -1
     /// The upstream ended its answer (END_STREAM): a clean close then completes the exchange.
     private(set) var answerEnded = false
+    /// The request's HEADERS frame went out: from then on Fleet Engine may be acting on it.
+    private(set) var requestHeadSent = false
 
     /// Response bytes received from the upstream, taken by the client, and given back to the
     /// upstream as stream credit.
@@ -67,6 +69,27 @@ final class H2UpstreamStream: UpstreamExchange {
 
     func answerDidEnd() {
         answerEnded = true
+    }
+
+    func headSent() {
+        requestHeadSent = true
+    }
+
+    /// How the exchange ends when its connection goes with it still there (a connection
+    /// error, a broken socket): `unprocessed` when Fleet Engine cannot have acted on it — it
+    /// waited for the connection, its HEADERS never left, or its stream is above the last one
+    /// the peer's GOAWAY named (RFC 9113 §6.8) — else `connectionLost`. `ReplayPolicy` then
+    /// decides whether the call goes again (docs/CONTRACT.md §7).
+    func endOnLostConnection(_ failure: ProxyFailure, peerLastStreamID: Int32?) -> UpstreamEnd {
+        let processed = Self.mayHaveBeenProcessed(headSent: place == .open && requestHeadSent, stream: streamID,
+                                                  peerLastStreamID: peerLastStreamID)
+        return processed ? .connectionLost(failure) : .unprocessed(failure)
+    }
+
+    /// Whether Fleet Engine may have acted on a stream whose connection went: only if its
+    /// HEADERS left and it is not above the last stream the peer's GOAWAY named.
+    static func mayHaveBeenProcessed(headSent: Bool, stream: Int32, peerLastStreamID: Int32?) -> Bool {
+        headSent && stream <= peerLastStreamID ?? .max
     }
 
     func headerBlockReceived() {

@@ -98,14 +98,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
 
     func transportReadable(_ transport: Transport) {
         guard !lifecycle.isClosed else { return }
-        do {
-            try session.receiveInput()
-        } catch {
-            logger.debug("HTTP/2 protocol error from client", metadata: ["error": "\(error)"])
-            session.flush() // the GOAWAY nghttp2 queued
-            close(reason: "\(error)")
-            return
-        }
+        session.receiveInput()
         flush()
     }
 
@@ -122,18 +115,27 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         close(reason: transport.describe(events: e))
     }
 
-    /// Writes what nghttp2 has queued; closes when neither side has anything left to say, or
-    /// when the lifecycle said so and all is written.
+    /// Writes what nghttp2 has queued, then asks whether the session is over (`H2Session.end`,
+    /// the one place a connection error either side declared is found): it closes at once
+    /// after the client's error or a fatal failure, else once all is written, as after a drain.
     func flush() {
         guard !lifecycle.isClosed else { return }
         session.flush()
         armTimers()
-        guard transport.outputLength == 0 else { return }
-        if !session.isAlive {
-            close(reason: "session ended")
-        } else if lifecycle.closesWhenWritten && !session.wantsWrite {
-            close(reason: "drained")
+        let end = session.end
+        if let end {
+            switch lifecycle.sessionOver(end.cause) {
+            case .closeNow?:
+                logger.debug("HTTP/2 connection error", metadata: ["error": "\(end)"])
+                return close(reason: "\(end)")
+            case .closeWhenWritten?:
+                if end.isConnectionError { logger.debug("HTTP/2 connection error", metadata: ["error": "\(end)"]) }
+            case nil:
+                break
+            }
         }
+        guard transport.outputLength == 0, lifecycle.closesWhenWritten, !session.wantsWrite else { return }
+        close(reason: end.map { "\($0)" } ?? "drained")
     }
 
     /// Flushes after the current callbacks (from the other connection's callbacks), once
@@ -158,7 +160,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         let now = core.clock.monotonicNow
         let call = H2ClientCall(clientStream: stream, connection: self,
                                 state: H2CallState(now: now, headTimeout: core.limits.headTimeout, ioTimeout: core.limits.ioTimeout),
-                                record: CallRecord(protocolName: "h2", started: now))
+                                record: CallRecord(clientProtocol: .h2, started: now))
         calls[stream] = call
     }
 
@@ -201,7 +203,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
             return
         }
         readRequestHead(call, fields)
-        call.record.protocolName = call.isGRPC ? "grpc" : "h2"
+        call.record.clientProtocol = call.isGRPC ? .grpc : .h2
         call.record.method = call.method
         call.record.target = call.path
         let deadline = call.grpcTimeout.map { core.clock.monotonicNow + $0 }
@@ -288,6 +290,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
 
     func h2SentEndStream(stream: Int32) {
         guard let call = calls[stream] else { return }
+        call.record.outcome.answerEnded()
         switch call.state.answerSent() {
         case .resetClient(let code)?: resetClient(call, errorCode: code)
         case nil: break
@@ -632,10 +635,10 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
 
     func upstreamHeaderBlock(_ call: H2ClientCall, _ head: AnswerHead, endStream: Bool) {
         // The facts the call's machine decides on: an interim 1xx head; a trailers-only gRPC
-        // UNAUTHENTICATED or an HTTP 401.
-        let (status, unauthenticated) = head.facts
-        let informational = status.map { $0 < 200 } ?? false
-        switch call.state.upstreamHeaderBlock(endStream: endStream, informational: informational, unauthenticated: unauthenticated) {
+        // UNAUTHENTICATED or an HTTP 401. The record keeps the status and grpc-status relayed.
+        let facts = head.facts
+        let informational = facts.status.map { $0 < 200 } ?? false
+        switch call.state.upstreamHeaderBlock(endStream: endStream, informational: informational, unauthenticated: facts.unauthenticated) {
         case .skipInterim?:
             break
         case .retryWithFreshToken?:
@@ -645,15 +648,20 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
             call.token = nil
             fetchToken(call)
         case .relayHead(let endStream)?:
+            let status = facts.status ?? 0
+            call.record.outcome.headSent(status: status)
+            // A trailers-only answer: its grpc-status is the call's.
+            if endStream, let grpcStatus = facts.grpcStatus { call.record.outcome.grpcStatusSent(grpcStatus) }
             switch head {
             case .http2(let fields):
-                relayHead(call, fields, endStream: endStream)
+                relayHead(call, fields, status: status, endStream: endStream)
             case .http1(let answer, let framing):
-                relayHead(call, H1MessageTranslation.responseFields(answer, framing: framing), endStream: endStream)
+                relayHead(call, H1MessageTranslation.responseFields(answer, framing: framing), status: status, endStream: endStream)
             }
         case .keepTrailers(let resume)?:
             // Only an HTTP/2 answer has trailers (an HTTP/1.1 one's chunked trailers are dropped).
             if case .http2(let fields) = head { call.responseTrailers = fields }
+            if let grpcStatus = facts.grpcStatus { call.record.outcome.grpcStatusSent(grpcStatus) }
             if resume { resumeClientBody(call) } else { flushSoon() }
         case nil:
             break
@@ -689,6 +697,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
         case .answer(let answer)?:
             perform(answer, for: call)
         case .resetClient(let code)?:
+            call.record.outcome.answerCut()
             resetClient(call, errorCode: code)
         case nil:
             break
@@ -698,11 +707,8 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
     /// Sends the answer's head to the client. `response` is the upstream session's, lent for
     /// this call: nghttp2 copies it, and letting go of it lets the next head be gathered in the
     /// same storage instead of a new allocation.
-    private func relayHead(_ call: H2ClientCall, _ response: H2HeaderList, endStream: Bool) {
-        for i in 0..<response.count where response.name(at: i, is: ":status") {
-            call.record.status = Int(response.value(at: i)) ?? 0
-        }
-        core.statistics.upstreamStatus[call.record.status, default: 0] += 1
+    private func relayHead(_ call: H2ClientCall, _ response: H2HeaderList, status: Int, endStream: Bool) {
+        core.statistics.upstreamStatus[status, default: 0] += 1
         // :status first (a pseudo-header precedes every regular field), then the rest in order,
         // without the hop-by-hop fields.
         session.submitResponse(stream: call.clientStream, response, hasBody: !endStream,
@@ -731,7 +737,7 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
     }
 
     private func answerREST(_ call: H2ClientCall, _ failure: ProxyFailure) {
-        call.record.status = failure.httpStatus
+        call.record.outcome.headSent(status: failure.httpStatus)
         call.record.refusal = failure.message
         core.statistics.refusedByStatus[failure.httpStatus, default: 0] += 1
         let body = ErrorResponse.jsonBody(failure)
@@ -746,7 +752,8 @@ final class HTTP2ClientConnection: ClientConnection, TransportDelegate, H2Sessio
 
     /// A trailers-only gRPC answer (HEADERS with END_STREAM) carrying `grpcStatus`.
     private func answer(_ call: H2ClientCall, grpcStatus: Int, message: String) {
-        call.record.status = 200
+        call.record.outcome.headSent(status: 200)
+        call.record.outcome.grpcStatusSent(grpcStatus)
         call.record.refusal = message
         core.statistics.refusedByGRPCStatus[grpcStatus, default: 0] += 1
         logger.debug("refused", metadata: ["stream": "\(call.clientStream)", "grpc_status": "\(grpcStatus)", "reason": "\(message)"])

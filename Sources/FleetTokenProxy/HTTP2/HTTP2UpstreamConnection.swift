@@ -5,6 +5,12 @@ import Logging
 /// One multiplexed HTTP/2 connection to Fleet Engine (TLS with ALPN `h2`, or h2c with prior
 /// knowledge for an `http://` upstream), carrying the streams of many client calls.
 /// Owned by its `HTTP2UpstreamPool`, which is its one close path.
+///
+/// A session that can carry nothing more (`H2Session.end`, asked after every read and flush:
+/// a connection error either side declared, a fatal nghttp2 failure) leaves the pool at once,
+/// its GOAWAY written first (RFC 9113 §5.4.1); so does one whose socket breaks (a TLS alert,
+/// a read error, a reset). Its streams end as `H2UpstreamStream.endOnLostConnection` judges:
+/// those Fleet Engine cannot have processed are sent again, the others fail now.
 final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     enum State { case connecting, ready, goingAway, closed }
 
@@ -40,6 +46,8 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     /// from the time the connection is ready: nothing per call.
     private var keepalive: H2Keepalive?
     private var tickTimer: ScheduledWork?
+    /// The last stream the peer's GOAWAY said it may have processed: streams above it were not.
+    private var peerLastStreamID: Int32?
 
     init(bev: OpaquePointer, pool: HTTP2UpstreamPool, origin: Origin, isTLS: Bool, idleTimeout: Double, writeTimeout: Double,
          answerTimeout: Double, loop: EventLoop, id: Int) {
@@ -96,7 +104,12 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         let stream = session.submitRequest(head, hasBody: request.requestHasBody)
         swap(&head, &outgoingHead)
         guard stream > 0 else {
-            exchange.end(.failed(.upstreamUnavailable("cannot open a stream to \(origin)")))
+            // Never sent, so sent again elsewhere: nghttp2 opens no stream on a session that is
+            // closing (a connection error found in this read, its GOAWAY not out yet) or out of
+            // stream ids, and a connection that cannot open one takes no more.
+            state = .goingAway
+            flushSoon()
+            exchange.end(.unprocessed(.upstreamUnavailable("cannot open a stream to \(origin)")))
             return
         }
         exchange.opened(stream, on: self)
@@ -149,13 +162,7 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
 
     func transportReadable(_ transport: Transport) {
         guard let session else { return }
-        do {
-            try session.receiveInput()
-        } catch {
-            session.flush()
-            pool.discard(self, reason: "\(error)")
-            return
-        }
+        session.receiveInput()
         flush()
     }
 
@@ -271,10 +278,28 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
 
     // MARK: Flushing
 
+    /// Writes what nghttp2 has queued, then asks whether the session is over: the one place an
+    /// ended session is found, whatever ended it.
     func flush() {
         guard let session, state != .closed else { return }
         session.flush()
-        if state == .goingAway && streams.isEmpty { pool.discard(self, reason: "GOAWAY and no streams left") }
+        if let end = session.end {
+            sessionEnded(end)
+        } else if state == .goingAway && streams.isEmpty {
+            pool.discard(self, reason: "GOAWAY and no streams left")
+        }
+    }
+
+    /// The session can carry nothing more, and its GOAWAY (if any) is written: after a
+    /// connection error the pool closes it at once and may dial its replacement
+    /// (`WarmConnectionRule`), as for a connection the server dropped; after a graceful end it
+    /// just closes.
+    private func sessionEnded(_ end: H2SessionEnd) {
+        guard end.isConnectionError, let keepalive else {
+            pool.discard(self, reason: "\(end)")
+            return
+        }
+        pool.connectionError(self, age: keepalive.age(now: pool.now), end: end)
     }
 
     private func flushSoon() {
@@ -342,12 +367,17 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
 
     func h2GoAway(lastStreamID: Int32, errorCode: UInt32) {
         // Streams above lastStreamID come back as REFUSED_STREAM and are sent again; new calls
-        // go to another connection.
+        // go to another connection. With an error code the connection goes at the next flush.
         state = .goingAway
+        peerLastStreamID = min(lastStreamID, peerLastStreamID ?? .max)
         if let action = keepalive?.goAway(errorCode: errorCode, now: pool.now) {
             pool.goAwayReceived(from: self, errorCode: errorCode, action)
         }
         pool.loadChanged(self)
+    }
+
+    func h2SentHeaders(stream: Int32) {
+        streams[stream]?.headSent()
     }
 
     func h2PingAcked() {
@@ -365,7 +395,9 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
     }
 
     /// Ends every exchange still on this connection (their calls send them again or fail),
-    /// each with `end` (by default the connection is lost), and frees it.
+    /// each with `end` (by default as `H2UpstreamStream.endOnLostConnection` judges), and frees
+    /// it. What nghttp2 still has queued (a GOAWAY) is written first: the socket takes it at
+    /// once unless the peer stopped reading, and then it would not read it anyway.
     func closeAndFail(reason: String, end: UpstreamEnd? = nil) {
         guard state != .closed else { return }
         state = .closed
@@ -374,12 +406,11 @@ final class HTTP2UpstreamConnection: TransportDelegate, H2SessionDelegate {
         pending.removeAll()
         flushWakeup.cancel()
         tickTimer?.cancel()
+        session?.flush()
         session?.close()
         session = nil
         transport.close()
         let failure = ProxyFailure.upstreamUnavailable("connection to \(origin) broke: \(reason)")
-        // An open stream may have been acted on; one still waiting for the connection was
-        // never sent (`ReplayPolicy` judges the difference).
-        for exchange in open { exchange.end(end ?? (exchange.place == .open ? .connectionLost(failure) : .unprocessed(failure))) }
+        for exchange in open { exchange.end(end ?? exchange.endOnLostConnection(failure, peerLastStreamID: peerLastStreamID)) }
     }
 }

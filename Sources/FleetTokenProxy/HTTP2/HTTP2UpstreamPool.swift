@@ -41,6 +41,10 @@ final class HTTP2UpstreamPool {
     private var warm = WarmConnectionRule()
     /// The last connection, past its idle bound, and the replacement dialed before it closes.
     private var replacing: (old: HTTP2UpstreamConnection, new: HTTP2UpstreamConnection)?
+    /// One line an error per `connectionErrorLogInterval`: an upstream that breaks every new
+    /// connection breaks one per call (docs/CONTRACT.md §5, a storm must not fill the disk).
+    private var connectionErrorLog = LogRateLimiter(interval: HTTP2UpstreamPool.connectionErrorLogInterval)
+    static let connectionErrorLogInterval: Double = 10
 
     init(loop: EventLoop, origin: Origin, tls: TLSContext?, maxConnections: Int = 4, connectTimeout: Double = 10,
          idleTimeout: Double = Configuration.defaultUpstreamIdleTimeout, pingInterval: Double = H2Keepalive.defaultPingInterval,
@@ -162,6 +166,19 @@ final class HTTP2UpstreamPool {
     func lost(_ connection: HTTP2UpstreamConnection, age: Double, reason: String) {
         discard(connection, reason: reason)
         if !closed, warm.replacesLost(age: age, left: connections.count) { openUnlessOpen() }
+    }
+
+    /// A connection's session ended in a connection error (`H2SessionEnd`: a malformed frame,
+    /// a flood, the peer's GOAWAY with an error; RFC 9113 §5.4.1), its GOAWAY written: it
+    /// leaves the pool at once, its calls are sent again or fail, and its replacement is
+    /// dialed as for a connection the server dropped (`lost`).
+    func connectionError(_ connection: HTTP2UpstreamConnection, age: Double, end: H2SessionEnd) {
+        if case .log(let suppressed) = connectionErrorLog.admit(end.description, now: now) {
+            var metadata: Logger.Metadata = ["origin": "\(origin)", "error": "\(end)"]
+            if suppressed > 0 { metadata["errors_since_last_line"] = "\(suppressed)" }
+            logger.warning("upstream HTTP/2 connection error; closing the connection", metadata: metadata)
+        }
+        lost(connection, age: age, reason: "\(end)")
     }
 
     /// Connections open or connecting.

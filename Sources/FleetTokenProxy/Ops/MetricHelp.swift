@@ -6,7 +6,7 @@
 /// `promtool check metrics` reports (IntegrationTests/OpsFilesTests).
 enum MetricHelp {
     static let text: [String: String] = [
-        ProxyMetrics.requestsTotal: "Client calls answered, by protocol and HTTP status (gRPC status for gRPC).",
+        ProxyMetrics.requestsTotal: "Client calls, by protocol and what the client saw: the HTTP status written (the gRPC status for gRPC), cancelled or cut.",
         ProxyMetrics.requestDuration: "Seconds from a call's request head to the end of its answer.",
         ProxyMetrics.cacheHits: "Calls whose token came from the cache at once.",
         ProxyMetrics.cacheMisses: "Calls that waited for a token.",
@@ -22,6 +22,7 @@ enum MetricHelp {
         ProxyMetrics.upstreamPings: "Keepalive PINGs sent on idle upstream HTTP/2 connections.",
         ProxyMetrics.upstreamPingRoundTrip: "The last keepalive PING's round trip in seconds.",
         ProxyMetrics.upstreamGoAways: "GOAWAY frames received from Fleet Engine, by HTTP/2 error code.",
+        ProxyMetrics.acceptErrors: "Failed accepts of client connections, by reason (emfile: out of file descriptors); each pauses accepting briefly.",
         ProxyMetrics.buildInfo: "Always 1; the labels name the build (as --version does).",
     ]
 

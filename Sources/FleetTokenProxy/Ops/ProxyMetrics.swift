@@ -49,6 +49,7 @@ final class ProxyMetrics {
     static let upstreamPings = "fleet_token_proxy_upstream_pings_total"
     static let upstreamPingRoundTrip = "fleet_token_proxy_upstream_ping_rtt_seconds"
     static let upstreamGoAways = "fleet_token_proxy_upstream_goaways_total"
+    static let acceptErrors = "fleet_token_proxy_accept_errors_total"
     static let buildInfo = "fleet_token_proxy_build_info"
 
     /// How a connection to Fleet Engine speaks, for `…_upstream_connections_opened_total{protocol}`.
@@ -62,11 +63,11 @@ final class ProxyMetrics {
     private let factory: (any MetricsFactory)?
 
     private struct CallLabels: Hashable {
-        var protocolName: String
-        var code: Int
+        var clientProtocol: CallRecord.ClientProtocol
+        var code: CallOutcome.Code
     }
     private var callCounters: [CallLabels: Counter] = [:]
-    private var callTimers: [String: CoreMetrics.Timer] = [:]
+    private var callTimers: [CallRecord.ClientProtocol: CoreMetrics.Timer] = [:]
     private var providerCounters: [ProviderOutcome: Counter] = [:]
     private var providerTimer: CoreMetrics.Timer?
     private struct HandshakeLabels: Hashable {
@@ -79,6 +80,8 @@ final class ProxyMetrics {
     private var pingRoundTrip: Gauge?
     /// By HTTP/2 error code, 0 to 13; any other code counts as `other` (a bounded label).
     private var goAways: [String: Counter] = [:]
+    /// By `AcceptError.Reason`, every series there from the start.
+    private var acceptErrorCounters: [AcceptError.Reason: Counter] = [:]
     private var hits: Counter?
     private var misses: Counter?
     private var coalescedFetches: Counter?
@@ -127,6 +130,9 @@ final class ProxyMetrics {
         // GOAWAY NO_ERROR, there from the start as the handshakes are: the family a dashboard or an
         // alert queries exists before Fleet Engine first sends one.
         goAways["0"] = Counter(label: Self.upstreamGoAways, dimensions: [("code", "0")], factory: factory)
+        for reason in AcceptError.Reason.allCases {
+            acceptErrorCounters[reason] = Counter(label: Self.acceptErrors, dimensions: [("reason", reason.rawValue)], factory: factory)
+        }
         entities?.record(0)
         connections?.record(0)
         // Always 1, as Prometheus exporters do: the labels say which build answers the scrape,
@@ -165,25 +171,27 @@ final class ProxyMetrics {
         return factory
     }
 
-    /// One client call answered: `protocol` is `http1`, `h2` or `grpc`; `code` the HTTP status
-    /// sent (the gRPC status for gRPC); `seconds` from its head read to its answer's end.
-    func callFinished(protocol protocolName: String, code: Int, seconds: Double) {
+    /// One client call ended: `protocol` is `http1`, `h2` or `grpc`; `code` what its client saw
+    /// (docs/CONTRACT.md §5, "What a call is recorded as"): the HTTP status written, the gRPC
+    /// status for gRPC, `cancelled` or `cut`; `seconds` from its head read to its end. The
+    /// label's text is made once per series, not per call.
+    func callFinished(protocol clientProtocol: CallRecord.ClientProtocol, code: CallOutcome.Code, seconds: Double) {
         guard isEnabled, let factory else { return }
-        let labels = CallLabels(protocolName: protocolName, code: code)
+        let labels = CallLabels(clientProtocol: clientProtocol, code: code)
         let counter: Counter
         if let existing = callCounters[labels] {
             counter = existing
         } else {
-            counter = Counter(label: Self.requestsTotal, dimensions: [("protocol", protocolName), ("code", String(code))], factory: factory)
+            counter = Counter(label: Self.requestsTotal, dimensions: [("protocol", clientProtocol.rawValue), ("code", code.label)], factory: factory)
             callCounters[labels] = counter
         }
         counter.increment()
         let timer: CoreMetrics.Timer
-        if let existing = callTimers[protocolName] {
+        if let existing = callTimers[clientProtocol] {
             timer = existing
         } else {
-            timer = CoreMetrics.Timer(label: Self.requestDuration, dimensions: [("protocol", protocolName)], factory: factory)
-            callTimers[protocolName] = timer
+            timer = CoreMetrics.Timer(label: Self.requestDuration, dimensions: [("protocol", clientProtocol.rawValue)], factory: factory)
+            callTimers[clientProtocol] = timer
         }
         timer.recordSeconds(max(0, seconds))
     }
@@ -231,6 +239,9 @@ final class ProxyMetrics {
         goAways[label] = counter
         counter.increment()
     }
+
+    /// A client listener's accept failed (it pauses: `AcceptPause`).
+    func acceptFailed(_ reason: AcceptError.Reason) { acceptErrorCounters[reason]?.increment() }
 
     /// The outcome label for a fetch result.
     static func outcome(_ result: Result<FetchedToken, ProxyFailure>) -> ProviderOutcome {

@@ -13,30 +13,33 @@ enum AnswerHead {
     /// An HTTP/2 header block: a head with its `:status`, or trailers.
     case http2(H2HeaderList)
 
-    /// What the call machines decide on, read in one walk of the fields: the status (nil when
-    /// there is not exactly one valid `:status`: trailers, a malformed HTTP/2 head), and whether
-    /// the upstream refused the call's token: HTTP 401, or gRPC status 16 (UNAUTHENTICATED) in a
-    /// trailers-only answer (docs/CONTRACT.md §4).
-    var facts: (status: Int?, unauthenticated: Bool) {
+    /// What the call machines and the call's record decide on, read in one walk of the fields
+    /// (bounded by the block's field count): the status (nil when there is not exactly one valid
+    /// `:status`: trailers, a malformed HTTP/2 head); whether the upstream refused the call's
+    /// token: HTTP 401, or gRPC status 16 (UNAUTHENTICATED) in a trailers-only answer
+    /// (docs/CONTRACT.md §4); and the block's first `grpc-status` as `GRPCStatus` reads it (nil
+    /// when it has none), which a trailers-only answer or trailers give the client (§5, "What a
+    /// call is recorded as").
+    var facts: (status: Int?, unauthenticated: Bool, grpcStatus: Int?) {
         switch self {
         case .http1(let head, _):
-            return (head.status, head.status == 401)
+            return (head.status, head.status == 401, nil)
         case .http2(let fields):
             var status: Int?
             var statusFields = 0
-            var grpcUnauthenticated = false
+            var grpcStatus: Int?
             fields.forEach { name, value in
                 if name == ":status" {
                     statusFields += 1
                     status = value.count == 3 ? H2MessageTranslation.decimal(value).flatMap { $0 >= 100 ? $0 : nil } : nil
-                } else if name == "grpc-status" && value == "16" {
-                    grpcUnauthenticated = true
+                } else if grpcStatus == nil && name == "grpc-status" {
+                    grpcStatus = GRPCStatus.parse(value)
                 }
                 return true
             }
             // RFC 9113 §8.3.2: exactly one :status.
             let valid = statusFields == 1 ? status : nil
-            return (valid, valid == 401 || grpcUnauthenticated)
+            return (valid, valid == 401 || grpcStatus == GRPCStatus.unauthenticated, grpcStatus)
         }
     }
 

@@ -2,25 +2,34 @@ import Logging
 
 /// What one client call did, built up while it runs and written once when it ends: the
 /// access-log line, the metrics and the debug line. HTTP/1.1 and HTTP/2 calls both end here,
-/// so every call is counted the same way, whichever path it took (forwarded or refused).
+/// so every call is counted the same way, whichever path it took (forwarded, refused, or ended
+/// before its answer did), by what its client saw (`outcome`, docs/CONTRACT.md §5).
 struct CallRecord {
-    /// `http1`, `h2` (REST over HTTP/2) or `grpc`: the metrics' `protocol` label.
-    var protocolName: String
+    /// How the client called: the metrics' `protocol` label, whose text is made once per series
+    /// (the metrics find a call's series by this value, which compares in one instruction).
+    enum ClientProtocol: String {
+        case http1
+        /// REST over HTTP/2.
+        case h2
+        case grpc
+    }
+
+    var clientProtocol: ClientProtocol
     let started: Double
     var method = "-"
     /// The request target or `:path`; only its path, cut to 128 bytes, is ever logged
     /// (queries may carry ids in bulk).
     var target = ""
     var entityType: String?
-    /// HTTP status sent to the client (for gRPC, the HTTP status of the answer's head).
-    var status = 0
+    /// What the client saw of the answer: the access log's `status`, the metrics' `code`.
+    var outcome = CallOutcome()
     /// The sidecar answered the call itself (docs/CONTRACT.md §5) instead of relaying Fleet Engine's answer.
     var refusal: String?
     /// `hit` or `miss` once the token was looked up.
     var cacheOutcome: String?
 
-    init(protocolName: String, started: Double) {
-        self.protocolName = protocolName
+    init(clientProtocol: ClientProtocol, started: Double) {
+        self.clientProtocol = clientProtocol
         self.started = started
     }
 
@@ -38,10 +47,12 @@ struct CallRecord {
     /// Writes the access-log line, the metrics and (at debug) the call line. Call once.
     func finish(core: ProxyCore, logger: Logger, extra: Logger.Metadata = [:]) {
         let seconds = core.clock.monotonicNow - started
-        core.metrics.callFinished(protocol: protocolName, code: status, seconds: seconds)
+        let code = outcome.code(grpc: clientProtocol == .grpc)
+        core.metrics.callFinished(protocol: clientProtocol, code: code, seconds: seconds)
         // Formatted only when a line is written.
         guard Self.writesLine(core: core, logger: logger) else { return }
         let ms = "\(Int(seconds * 1000))"
+        let status = code.label
         core.accessLogger?.info("call", metadata: [
             "method": "\(method)", "route": "\(route)", "entity_type": "\(entityType ?? "-")",
             "status": "\(status)", "ms": "\(ms)", "cache": "\(cacheOutcome ?? "-")",

@@ -10,8 +10,14 @@ final class ProxyServer {
     private var listeners: [Listener] = []
     private var connections: [ObjectIdentifier: ClientConnection] = [:]
     private var nextID = 0
+    /// At the connection limit: the listeners are held off until a connection closes.
     private var paused = false
     private var draining = false
+    /// One line a reason per `acceptErrorLogInterval` about failed accepts; the metric counts each.
+    private var acceptErrorLog = LogRateLimiter(interval: ProxyServer.acceptErrorLogInterval)
+    static let acceptErrorLogInterval: Double = 10
+    /// Counts descriptors for that line.
+    private let descriptors = DescriptorUsage()
     /// Called once, when draining and the last connection has closed.
     private var onDrained: (() -> Void)?
 
@@ -25,7 +31,7 @@ final class ProxyServer {
         let listener = try Listener(loop: core.loop, address: address, socketMode: socketMode) { [unowned self] fd in
             accept(fd)
         }
-        listeners.append(listener)
+        add(listener)
         return listener.boundDescription
     }
 
@@ -34,6 +40,12 @@ final class ProxyServer {
         let listener = try Listener(loop: core.loop, adoptingFD: fd, description: description) { [unowned self] fd in
             accept(fd)
         }
+        add(listener)
+    }
+
+    private func add(_ listener: Listener) {
+        listener.onAcceptError = { [unowned self] error, pause in acceptFailed(error, pause: pause) }
+        if paused { listener.connectionLimitReached() }
         listeners.append(listener)
     }
 
@@ -54,9 +66,26 @@ final class ProxyServer {
         core.metrics.openConnectionsChanged(to: connections.count)
         if connections.count >= core.limits.maxConnections && !paused {
             paused = true
-            listeners.forEach { $0.pause() }
+            listeners.forEach { $0.connectionLimitReached() }
             core.logger.warning("connection limit reached; not accepting until one closes", metadata: ["limit": "\(core.limits.maxConnections)"])
         }
+    }
+
+    /// A listener's accept failed (it pauses by itself, `AcceptPause`): counted, and one line a
+    /// reason every `acceptErrorLogInterval` with the descriptors open and the limit
+    /// (docs/CONTRACT.md §5).
+    private func acceptFailed(_ error: AcceptError, pause: Double?) {
+        core.metrics.acceptFailed(error.reason)
+        guard case .log(let suppressed) = acceptErrorLog.admit(error.reason.rawValue, now: core.clock.monotonicNow) else { return }
+        var metadata: Logger.Metadata = [
+            "reason": "\(error.reason.rawValue)", "error": "\(error.message)",
+            "descriptors_open": "\(descriptors.open().map(String.init) ?? "unknown")",
+            "descriptor_limit": "\(DescriptorUsage.limit().map(String.init) ?? "unlimited")",
+            "open_connections": "\(connections.count)",
+        ]
+        if let pause { metadata["pause_ms"] = "\(Int((pause * 1000).rounded()))" }
+        if suppressed > 0 { metadata["failed_since_last_line"] = "\(suppressed)" }
+        core.logger.warning("not accepting connections for a moment: \(error.summary)", metadata: metadata)
     }
 
     /// An HTTP/1.1 connection saw the HTTP/2 preface: an HTTP/2 connection takes over its
@@ -84,8 +113,10 @@ final class ProxyServer {
         core.metrics.openConnectionsChanged(to: connections.count)
         if paused && connections.count < core.limits.maxConnections && !draining {
             paused = false
-            listeners.forEach { $0.resume() }
+            listeners.forEach { $0.connectionLimitCleared() }
         }
+        // Its descriptor is free: a listener pausing after a failed accept tries again now.
+        listeners.forEach { $0.descriptorFreed() }
         if draining && connections.isEmpty, let done = onDrained {
             onDrained = nil
             done()

@@ -200,6 +200,21 @@ extension SidecarProcess {
         } while Date() < deadline
         return false
     }
+
+    /// Descriptors the sidecar holds open now (`/proc/<pid>/fd`); -1 when it cannot be read.
+    var descriptorCount: Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(process.processIdentifier)/fd").count) ?? -1
+    }
+}
+
+/// True once `condition` holds, checked every 10 ms for at most `seconds`.
+func eventually(within seconds: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition() {
+        if Date() > deadline { return false }
+        usleep(10_000)
+    }
+    return true
 }
 
 /// GET with curl: the HTTP status (0 if none) and body. `unixSocket` goes through a socket file.
@@ -290,10 +305,15 @@ final class KeepAliveClient {
 }
 
 /// A blocking TCP socket connected to `address` (`a.b.c.d:port`, IPv4 loopback in tests).
-func connectTCP(to address: String) throws -> Int32 {
+/// `receiveBuffer`: SO_RCVBUF set before the connect (so the window the client offers stays
+/// small), for a client that must make the sidecar queue what it does not read.
+func connectTCP(to address: String, receiveBuffer: Int32? = nil) throws -> Int32 {
     let parts = address.split(separator: ":")
     guard parts.count == 2, let port = UInt16(parts[1]) else { throw SidecarError("bad address \(address)") }
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    if var size = receiveBuffer {
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
     var sin = sockaddr_in()
     sin.sin_family = sa_family_t(AF_INET)
     sin.sin_port = port.bigEndian

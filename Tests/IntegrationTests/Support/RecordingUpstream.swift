@@ -180,8 +180,8 @@ final class RawClient {
     private var pending: [UInt8] = []
     private(set) var closedByPeer = false
 
-    init(address: String) throws {
-        fd = try connectTCP(to: address)
+    init(address: String, receiveBuffer: Int32? = nil) throws {
+        fd = try connectTCP(to: address, receiveBuffer: receiveBuffer)
     }
 
     /// Each `send` leaves as its own segment (no Nagle coalescing), so a test controls where
@@ -235,6 +235,9 @@ final class RawClient {
 
     /// Everything received and not yet returned as a response.
     var unread: String { String(decoding: pending, as: UTF8.self) }
+
+    /// The same, as bytes (an HTTP/2 peer's frames).
+    var unreadBytes: [UInt8] { pending }
 
     private func readSome(within seconds: Double) -> Bool {
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
