@@ -9,6 +9,7 @@ let names = [
     "rest-route", "provider-answer", "header-file", "service-account-key", "h2-response-head",
     "access-token-answer", "adc-file", "sign-jwt-answer", "id-token-answer", "h2-request-head",
     "generate-access-token-answer", "subject-token", "executable-response", "aws-credentials-answer",
+    "certificate-config",
 ]
 
 let package = Package(

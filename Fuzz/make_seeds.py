@@ -244,6 +244,12 @@ EXTERNAL_FILES = [
         "imdsv2_session_token_url": "http://169.254.169.254/latest/api/token"}),
     dict(EXTERNAL, credential_source={"environment_id": "aws2", "regional_cred_verification_url": "https://sts.{region}.amazonaws.com"}),
     dict(EXTERNAL, credential_source={"environment_id": "aws1", "regional_cred_verification_url": "http://sts.{region}.amazonaws.com"}),
+    # X.509 (create-cred-config --credential-cert-path): the default certificate config, or one named.
+    dict(EXTERNAL, subject_token_type="urn:ietf:params:oauth:token-type:mtls", token_url="https://sts.mtls.googleapis.com/v1/token",
+         credential_source={"certificate": {"use_default_certificate_config": True, "trust_chain_path": "/etc/fleet/chain.pem"}}),
+    dict(EXTERNAL, credential_source={"certificate": {"certificate_config_location": "/etc/fleet/certificate_config.json"}}),
+    dict(EXTERNAL, credential_source={"certificate": {"certificate_config_location": "/c.json", "use_default_certificate_config": True}}),
+    dict(EXTERNAL, credential_source={"certificate": {"use_default_certificate_config": "true"}, "file": "/t"}),
 ]
 for f in EXTERNAL_FILES:
     write("adc-file", json.dumps(f, indent=2))
@@ -330,6 +336,19 @@ AWS_ANSWERS = [
 ]
 for a in AWS_ANSWERS:
     write("aws-credentials-answer", json.dumps(a))
+
+# Certificate configs gcloud writes for an X.509 credential_source (cert_configs.workload).
+WORKLOAD = {"cert_path": "/etc/fleet/device.pem", "key_path": "/etc/fleet/device.key"}
+CERT_CONFIGS = [
+    {"version": 1, "cert_configs": {"workload": WORKLOAD}, "libs": {}},
+    {"cert_configs": {"workload": dict(WORKLOAD, cert_path="/var/run/secrets/workload-spiffe-credentials/certificates.pem")}},
+    {"cert_configs": {"workload": {"cert_path": "/etc/fleet/device.pem"}}}, {"cert_configs": {"keychain": {}}},
+    {"cert_configs": {"workload": dict(WORKLOAD, key_path="")}}, {"cert_configs": {"workload": dict(WORKLOAD, cert_path="/a\u0000b")}},
+    {"cert_configs": {"workload": dict(WORKLOAD, key_path=7)}}, {"cert_configs": []}, [],
+    {"cert_configs": {"workload": dict(WORKLOAD, cert_path="/home/d\u00e9j\u00e0 vu/cert.pem")}},
+]
+for c in CERT_CONFIGS:
+    write("certificate-config", json.dumps(c))
 
 
 # HTTP/2 answer heads as field lists (per field: name length, value length, name, value), for

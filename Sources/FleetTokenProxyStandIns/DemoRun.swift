@@ -108,7 +108,7 @@ package final class DemoRun {
             // impersonating the signing account).
             let directory = try Self.makePrivateDirectory()
             keyDirectory = directory
-            config.credentialEnvironment = ["GOOGLE_APPLICATION_CREDENTIALS": try Self.writeFederation(google, address: googleAddress, in: directory)]
+            config.credentialEnvironment = ["GOOGLE_APPLICATION_CREDENTIALS": try google.writeExternalAccount(origin: "http://\(googleAddress)", in: directory)]
             config.signedTokenLifetime = max(60, options.tokenLifetime)
             summary.signedBy = "IAM signJwt"
             tokenSource = "  stand-in Google          http://\(googleAddress)  (workload identity federation: OIDC token, STS, generateAccessToken; IAM signJwt as \(account.email), \(Int(config.signedTokenLifetime)) s lifetime)"
@@ -279,23 +279,6 @@ package final class DemoRun {
     }
 
     /// A fresh folder only this user can enter, for the throwaway key file.
-    /// An `external_account` file for the stand-in Google's pool and its subject token file (an
-    /// OIDC token of the stand-in identity provider); returns the file's path.
-    private static func writeFederation(_ google: StandInGoogle, address: String, in directory: String) throws -> String {
-        let tokenPath = directory + "/oidc-token"
-        let configPath = directory + "/external-account.json"
-        let config = JSONish.object([
-            "type": .string("external_account"), "audience": .string(google.poolAudience),
-            "subject_token_type": .string("urn:ietf:params:oauth:token-type:jwt"), "token_url": .string("http://\(address)/v1/token"),
-            "credential_source": .object(["file": .string(tokenPath)]),
-            "service_account_impersonation_url": .string("http://\(address)/v1/projects/-/serviceAccounts/\(google.account.email):generateAccessToken"),
-        ]).jsonText
-        guard FileManager.default.createFile(atPath: tokenPath, contents: Data(google.subjectToken(lifetime: 3600).utf8), attributes: [.posixPermissions: 0o600]),
-              FileManager.default.createFile(atPath: configPath, contents: Data(config.utf8), attributes: [.posixPermissions: 0o600])
-        else { throw ConfigError("cannot write the demo's federation files in \(directory)") }
-        return configPath
-    }
-
     private static func makePrivateDirectory() throws -> String {
         var template = Array((FileManager.default.temporaryDirectory.path + "/fleet-token-proxy-demo-XXXXXX").utf8CString)
         guard let made = mkdtemp(&template) else { throw ConfigError("cannot make a folder for the demo's key file") }

@@ -1,11 +1,17 @@
 import FleetTokenProxy
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
 
 /// Google's credential endpoints on one loopback port (docs/CONTRACT.md §4a), so they share
 /// which access tokens are valid: the OAuth token endpoint (`POST /token`, JWT-bearer and
 /// refresh-token grants), the metadata server's token path, and IAM's `signJwt`,
 /// `generateAccessToken` and `generateIdToken` (`POST
 /// /v1/projects/-/serviceAccounts/EMAIL:METHOD`, impersonation), STS (`POST /v1/token`, the
-/// token exchange of workload identity federation, trusting one OIDC identity provider's key)
+/// token exchange of workload identity federation, trusting one OIDC identity provider's key,
+/// AWS credentials it knows, and certificate chains to one CA presented over mutual TLS)
 /// and that identity provider's token URL (`GET /oidc/token`, as Azure's instance metadata
 /// hands out a token). Each checks
 /// what Google's checks: the assertion's RS256 signature, `aud`, `exp` and scope; the client
@@ -78,6 +84,14 @@ package final class StandInGoogle {
     /// tokens (an AWS provider of the pool), by access key id; the regions seen.
     package var awsCredentials: [String: SigV4.Credentials] = [:]
     package private(set) var awsRegions: [String] = []
+    /// The CA the pool's X.509 provider trusts: STS takes a certificate chain (subject token
+    /// type `…:mtls`) that verifies against it, from a client that presented its leaf over
+    /// mutual TLS (a server that asks for client certificates: `TLSContext.server(…,
+    /// requestingClientCertificates:)`).
+    package var trustAnchor: StandInTrustAnchor?
+    /// The certificate (DER) the last STS call and the last `generateAccessToken` call presented.
+    package private(set) var lastSTSClientCertificate: [UInt8]?
+    package private(set) var lastImpersonationClientCertificate: [UInt8]?
     package private(set) var stsRequests = 0
     /// The last exchange's form (subject token left out) and its `Authorization`, if any.
     package private(set) var lastSTSForm: [String: String] = [:]
@@ -158,7 +172,8 @@ package final class StandInGoogle {
         case ("POST", "/v1/token"):
             stsRequests += 1
             lastSTSAuthorization = request.headers["Authorization"]
-            respond(exchange(Self.form(request.body)))
+            lastSTSClientCertificate = request.clientCertificate
+            respond(exchange(Self.form(request.body), clientCertificate: request.clientCertificate))
         case ("GET", "/oidc/token"):
             subjectTokenURLRequests += 1
             guard request.headers["Metadata"] == "True" else {
@@ -167,6 +182,7 @@ package final class StandInGoogle {
             respond(.json(200, JSONish.object(["access_token": .string(subjectToken()), "token_type": .string("Bearer")]).jsonText))
         case ("POST", let path) where path.hasPrefix(Self.signJwtPrefix) && path.hasSuffix(":generateAccessToken"):
             generateAccessTokenRequests += 1
+            lastImpersonationClientCertificate = request.clientCertificate
             respond(impersonate(as: String(path.dropFirst(Self.signJwtPrefix.count).dropLast(":generateAccessToken".count)), request, idToken: false))
         case ("POST", let path) where path.hasPrefix(Self.signJwtPrefix) && path.hasSuffix(":generateIdToken"):
             generateIdTokenRequests += 1
@@ -319,10 +335,32 @@ package final class StandInGoogle {
         return input + "." + Base64URL.encode(signature)
     }
 
+    /// What `gcloud iam workload-identity-pools create-cred-config --service-account` writes for
+    /// this stand-in (at `origin`) as the pool and the account impersonated, `external-account.json`,
+    /// and its subject token file `oidc-token` (an OIDC token of the identity provider, valid an
+    /// hour), both mode 0600 in `directory`; returns the file's path. No key in either.
+    package func writeExternalAccount(origin: String, in directory: String) throws -> String {
+        let tokenPath = directory + "/oidc-token"
+        let configPath = directory + "/external-account.json"
+        let config = JSONish.object([
+            "type": .string("external_account"), "audience": .string(poolAudience),
+            "subject_token_type": .string("urn:ietf:params:oauth:token-type:jwt"), "token_url": .string("\(origin)/v1/token"),
+            "credential_source": .object(["file": .string(tokenPath)]),
+            "service_account_impersonation_url": .string("\(origin)\(Self.signJwtPrefix)\(account.email):generateAccessToken"),
+        ]).jsonText
+        for (path, text) in [(tokenPath, subjectToken(lifetime: 3600)), (configPath, config)] {
+            try? FileManager.default.removeItem(atPath: path)
+            guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
+                throw ConfigError("cannot write \(path)")
+            }
+        }
+        return configPath
+    }
+
     /// STS (RFC 8693): a token-exchange grant for an access token, for this pool, with scope
     /// cloud-platform, and a subject token the identity provider signed for the pool that has
     /// not expired; refusals in OAuth's shape, as Google's STS answers them.
-    private func exchange(_ form: [String: String]) -> HTTPResponse {
+    private func exchange(_ form: [String: String], clientCertificate: [UInt8]?) -> HTTPResponse {
         lastSTSForm = form.filter { $0.key != "subject_token" }
         switch stsFailure {
         case .refuse(let status, let error, let description)?: return Self.oauthError(status, error, description)
@@ -337,7 +375,8 @@ package final class StandInGoogle {
             return Self.oauthError(400, "invalid_request", "Invalid requested_token_type")
         }
         let isAWS = form["subject_token_type"] == "urn:ietf:params:aws:token-type:aws4_request"
-        guard isAWS || ["urn:ietf:params:oauth:token-type:jwt", "urn:ietf:params:oauth:token-type:id_token"].contains(form["subject_token_type"] ?? "") else {
+        let isCertificate = form["subject_token_type"] == CertificateCredentialSource.subjectTokenType
+        guard isAWS || isCertificate || ["urn:ietf:params:oauth:token-type:jwt", "urn:ietf:params:oauth:token-type:id_token"].contains(form["subject_token_type"] ?? "") else {
             return Self.oauthError(400, "invalid_request", "Invalid subject_token_type")
         }
         guard form["audience"] == poolAudience else {
@@ -348,6 +387,10 @@ package final class StandInGoogle {
         }
         if isAWS {
             if let refusal = checkAWSRequest(form["subject_token"] ?? "") { return refusal }
+            return federatedToken()
+        }
+        if isCertificate {
+            if let refusal = checkCertificateChain(form["subject_token"] ?? "", presented: clientCertificate) { return refusal }
             return federatedToken()
         }
         let parts = (form["subject_token"] ?? "").split(separator: ".", omittingEmptySubsequences: false)
@@ -396,6 +439,37 @@ package final class StandInGoogle {
         }
         awsRegions.append(region)
         return nil
+    }
+
+    /// An X.509 subject token: a JSON array of base64 DER certificates, the leaf first, whose
+    /// leaf is the certificate the client presented on this connection and which verifies
+    /// against the trust anchor through the rest. Nil when STS would take it.
+    private func checkCertificateChain(_ token: String, presented: [UInt8]?) -> HTTPResponse? {
+        guard let presented else {
+            return Self.oauthError(400, "invalid_request", "This subject_token_type needs a client certificate (mutual TLS).")
+        }
+        let unreadable = Self.oauthError(400, "invalid_grant", "The subject token is not a certificate chain.")
+        guard case .array(let items)? = JSONish.parse(Array(token.utf8)), !items.isEmpty else { return unreadable }
+        var chain: [[UInt8]] = []
+        for item in items {
+            guard let text = item.stringValue, let der = Self.base64Decode(text) else { return unreadable }
+            chain.append(der)
+        }
+        guard chain[0] == presented else {
+            return Self.oauthError(400, "invalid_grant", "The subject token's leaf certificate is not the client certificate of the connection.")
+        }
+        guard let trustAnchor, trustAnchor.verifies(leaf: chain[0], intermediates: Array(chain.dropFirst())) else {
+            return Self.oauthError(400, "invalid_grant", "The certificate chain does not verify against the pool's trust store.")
+        }
+        return nil
+    }
+
+    /// Padded standard base64 (RFC 4648 §4), read by the strict base64url reader.
+    static func base64Decode(_ text: String) -> [UInt8]? {
+        var body = Substring(text)
+        for _ in 0..<2 where body.hasSuffix("=") { body = body.dropLast() }
+        guard (text.utf8.count % 4) == 0 else { return nil }
+        return JWTMinter.Base64URL.decode(String(body.map { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 }))
     }
 
     /// A federated access token for the pool's principal, as STS hands it out.

@@ -10,8 +10,9 @@ import FleetTokenProxy
 /// `:generateAccessToken`, and its delegates are the file's; an external account's pool, token
 /// type, STS URL and subject token source are the file's, a URL's headers are the file's and can
 /// add no header line, its token lifetime is 600 to 43200 s, a workforce user project comes only
-/// with a workforce pool, and its description shows neither the client secret nor a header's
-/// value; the quota project is the file's
+/// with a workforce pool, an X.509 source's config location (or the default, exactly one) and
+/// trust chain are the file's, and its description shows neither the client secret nor a
+/// header's value; the quota project is the file's
 /// `quota_project_id`, visible ASCII (it goes into a header). (A refusal cannot repeat a value:
 /// `ADCFileError` carries field names only.)
 public enum ADCFileInvariant: ParserInvariant {
@@ -72,6 +73,16 @@ public enum ADCFileInvariant: ParserInvariant {
             try expect(aws.regionURL == source["region_url"]?.stringValue && aws.credentialsURL == source["url"]?.stringValue
                        && aws.sessionTokenURL == source["imdsv2_session_token_url"]?.stringValue, "an AWS URL is not the file's")
             try expect(aws.environment.isEmpty, "an environment from the file")
+        case .certificate(let certificate):
+            guard case .object(let options)? = source["certificate"] else { throw InvariantViolation("a certificate the file does not name") }
+            try expect(source["file"] == nil && source["url"] == nil && source["executable"] == nil && source["environment_id"] == nil,
+                       "a certificate with another source too")
+            try expect(certificate.configLocation == options["certificate_config_location"]?.stringValue
+                       && certificate.trustChainPath == options["trust_chain_path"]?.stringValue, "a certificate path is not the file's")
+            try expect((certificate.configLocation != nil) != (options["use_default_certificate_config"] == .bool(true)),
+                       "both or neither of a certificate config location and the default one")
+            try expect(certificate.configFile == nil && certificate.certificatePath == nil && certificate.keyPath == nil,
+                       "a certificate config that the ADC file alone cannot say")
         }
         try expect(account.impersonationURL == members["service_account_impersonation_url"]?.stringValue, "the impersonation URL is not the file's")
         if let url = account.impersonationURL, let target = account.targetPrincipal {
@@ -103,7 +114,7 @@ public enum ADCFileInvariant: ParserInvariant {
             aws.environment["AWS_SECRET_ACCESS_KEY"] = "z"
             aws.environment["AWS_SESSION_TOKEN"] = "z"
             other.subjectTokenSource = .aws(aws)
-        case .file:
+        case .file, .certificate:
             break
         }
         try expect(describe(account) == describe(other), "the description shows the client secret, a header's value or the program's arguments")

@@ -69,6 +69,7 @@ public enum ParserInvariants {
         SubjectTokenInvariant.self,
         ExecutableResponseInvariant.self,
         AWSCredentialsAnswerInvariant.self,
+        CertificateConfigInvariant.self,
     ]
 }
 

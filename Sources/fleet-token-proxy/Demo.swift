@@ -78,12 +78,13 @@ struct StandIn: ParsableCommand {
         return 0
     }
 
-    /// Google's credential endpoints for `--signer adc` (docs/CONTRACT.md §4a): the OAuth token
-    /// endpoint and the metadata server's token path on one port, for a service account made
-    /// at start whose public key `stand-in fleet-engine --jwks` is given.
+    /// Google's credential endpoints for `--signer adc` and `iam:` (docs/CONTRACT.md §4a) on one
+    /// port, for a service account made at start whose public key `stand-in fleet-engine --jwks`
+    /// is given: its key file, or an `external_account` file that reaches it keyless (workload
+    /// identity federation, for scripts/bench signing with SIGNER=iam).
     struct Google: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Serve the OAuth token endpoint (POST /token) and the metadata server's token path, as Google's check them.")
+            abstract: "Serve Google's credential endpoints as Google's check them: the OAuth token endpoint (POST /token), the metadata server's token path, IAM signJwt, generateAccessToken and generateIdToken, and STS (POST /v1/token) for its own OIDC identity provider.")
 
         @Option(help: "Listen address (loopback, with a port: the key file's token_uri names it).")
         var listen = "127.0.0.1:4192"
@@ -97,6 +98,8 @@ struct StandIn: ParsableCommand {
         var answerStatus: Int?
         @Option(help: "Access token lifetime in seconds.")
         var tokenLifetime: Double = 3600
+        @Option(help: "Write here (made, mode 0700, if missing) external-account.json, an external_account ADC file whose pool is this stand-in's, impersonating its account, and oidc-token, its subject token: GOOGLE_APPLICATION_CREDENTIALS for a keyless sidecar.")
+        var externalAccountOut: String?
 
         func execute() throws -> Int32 {
             let address = try StandIn.loopbackAddress(listen)
@@ -113,6 +116,15 @@ struct StandIn: ParsableCommand {
             }
             if let keyFileOut { try account.writeKeyFile(to: keyFileOut, tokenURI: google.tokenURI) }
             if let jwksOut { try account.jwksText().write(toFile: jwksOut, atomically: true, encoding: .utf8) }
+            if let externalAccountOut {
+                do {
+                    try FileManager.default.createDirectory(atPath: externalAccountOut, withIntermediateDirectories: true,
+                                                            attributes: [.posixPermissions: 0o700])
+                } catch {
+                    throw ConfigError("--external-account-out \(externalAccountOut) cannot be made")
+                }
+                _ = try google.writeExternalAccount(origin: "http://\(address)", in: externalAccountOut)
+            }
             StandardStreams.error("stand-in google account \(account.email) key \(account.keyPair.keyID)\n")
             return try StandIn.serve(google.handler, named: "google", on: address, loop: loop)
         }

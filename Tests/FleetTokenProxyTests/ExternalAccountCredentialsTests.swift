@@ -50,12 +50,14 @@ final class ExternalAccountCredentialsTests: XCTestCase {
         XCTAssertFalse(account.description.contains("True"), "a header's value is not shown: \(account)")
     }
 
-    func testWhatGooglesLibrariesRefuseOrThisSidecarDoesNotTakeYetIsRefusedByName() {
+    func testWhatGooglesLibrariesRefuseIsRefusedByName() {
         let cases: [([UInt8], String)] = [
             (file(["workforce_pool_user_project": .string("123")]), "workforce_pool_user_project"),
             (file(source: .object(["file": .string("/t"), "url": .string("http://x/")])), "exactly one"),
             (file(source: .object(["environment_id": .string("aws1")])), "regional_cred_verification_url"),
-            (file(source: .object(["certificate": .object([:])])), "\"certificate\""),
+            (file(source: .object(["certificate": .object([:])])), "use_default_certificate_config true (exactly one)"),
+            (file(source: .object(["certificate": .object(["use_default_certificate_config": .bool(true)]), "file": .string("/t")])),
+             "credential_source.certificate (an object, alone)"),
             (file(source: .object(["url": .string("http://x/"), "headers": .object(["Metadata": .string("s3cret\r\nX-Injected: 1")])])), "credential_source.headers"),
             (file(source: .object(["file": .string("/t"), "format": .object(["type": .string("json")])])), "subject_token_field_name"),
             (file(["service_account_impersonation": .object(["token_lifetime_seconds": .number(60)])]), "token_lifetime_seconds"),

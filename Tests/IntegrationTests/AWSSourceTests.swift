@@ -8,31 +8,6 @@ import XCTest
 /// environment, a SigV4-signed `GetCallerIdentity` request as the subject token, which the
 /// stand-in STS verifies with the credentials' secret. The secret never leaves the sidecar.
 final class AWSSourceTests: GoogleCredentialsTestCase {
-    var stsRequests: Int { standIns.sync { self.google.stsRequests } }
-    let noAWSEnvironment = ["AWS_REGION": "", "AWS_DEFAULT_REGION": "", "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SESSION_TOKEN": ""]
-
-    /// What `create-cred-config --aws --enable-imdsv2` writes, its metadata URLs at `imds`
-    /// (none without it).
-    func awsEnvironment(imds: String?, sessionToken: Bool = true) throws -> [String: String] {
-        var source: [String: JSONish] = [
-            "environment_id": .string("aws1"),
-            "regional_cred_verification_url": .string("https://sts.{region}.amazonaws.com?Action=GetCallerIdentity&Version=2011-06-15"),
-        ]
-        if let imds {
-            source["region_url"] = .string("http://\(imds)\(StandInAWS.zonePath)")
-            source["url"] = .string("http://\(imds)\(StandInAWS.credentialsPath)")
-            if sessionToken { source["imdsv2_session_token_url"] = .string("http://\(imds)\(StandInAWS.tokenPath)") }
-        }
-        let file = JSONish.object([
-            "type": .string("external_account"), "audience": .string(standIns.sync { self.google.poolAudience }),
-            "subject_token_type": .string("urn:ietf:params:aws:token-type:aws4_request"),
-            "token_url": .string("http://\(standIns.googleAddress)/v1/token"), "credential_source": .object(source),
-        ]).jsonText
-        let path = directory + "/aws.json"
-        _ = FileManager.default.createFile(atPath: path, contents: Data(file.utf8))
-        return noAWSEnvironment.merging(["GOOGLE_APPLICATION_CREDENTIALS": path]) { $1 }
-    }
-
     func assertNoAWSSecretIn(_ text: String, _ credentials: SigV4.Credentials, file: StaticString = #filePath, line: UInt = #line) {
         XCTAssertFalse(text.contains(credentials.secretAccessKey), "no secret key in \(text)", file: file, line: line)
         if let token = credentials.sessionToken { XCTAssertFalse(text.contains(token), "no session token in \(text)", file: file, line: line) }

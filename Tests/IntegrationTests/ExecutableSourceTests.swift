@@ -8,7 +8,6 @@ import XCTest
 /// answer is exchanged at the stand-in STS; its output file is used while it has not expired;
 /// a program that fails, hangs or says no is an error in the client's terms without its output.
 final class ExecutableSourceTests: GoogleCredentialsTestCase {
-    var stsRequests: Int { standIns.sync { self.google.stsRequests } }
     var runsFile: String { directory + "/runs" }
     var runs: Int { ((try? String(contentsOfFile: runsFile, encoding: .utf8)) ?? "").split(separator: "\n").count }
 

@@ -11,36 +11,6 @@ import Glibc
 /// (which verifies it against its identity provider's key), used as it is or to impersonate
 /// the stand-in account. No key anywhere on the sidecar's side.
 final class ExternalAccountTests: GoogleCredentialsTestCase {
-    var account: String { google.account.email }
-    var tokenFile: String { directory + "/oidc-token" }
-    var stsRequests: Int { standIns.sync { self.google.stsRequests } }
-
-    func writeSubjectToken(_ token: String) {
-        _ = FileManager.default.createFile(atPath: tokenFile, contents: Data(token.utf8))
-    }
-
-    /// What `gcloud iam workload-identity-pools create-cred-config` writes, its subject token in
-    /// `tokenFile` (a valid one written now) unless `source` says otherwise.
-    func externalAccountEnvironment(impersonate: Bool = false, source: JSONish? = nil, extra: [String: JSONish] = [:],
-                                    tokenURL: String? = nil) throws -> [String: String] {
-        writeSubjectToken(standIns.sync { self.google.subjectToken() })
-        var members: [String: JSONish] = [
-            "type": .string("external_account"), "audience": .string(standIns.sync { self.google.poolAudience }),
-            "subject_token_type": .string("urn:ietf:params:oauth:token-type:jwt"),
-            "token_url": .string(tokenURL ?? "http://\(standIns.googleAddress)/v1/token"),
-            "credential_source": source ?? .object(["file": .string(tokenFile)]), "quota_project_id": .string("billed"),
-        ]
-        if impersonate {
-            members["service_account_impersonation_url"] =
-                .string("http://\(standIns.googleAddress)/v1/projects/-/serviceAccounts/\(account):generateAccessToken")
-            members["service_account_impersonation"] = .object(["token_lifetime_seconds": .number(1800)])
-        }
-        members.merge(extra) { $1 }
-        let path = directory + "/external.json"
-        _ = FileManager.default.createFile(atPath: path, contents: Data(JSONish.object(members).jsonText.utf8))
-        return ["GOOGLE_APPLICATION_CREDENTIALS": path]
-    }
-
     func assertNoSubjectTokenIn(_ text: String, file: StaticString = #filePath, line: UInt = #line) {
         let token = (try? String(contentsOfFile: tokenFile, encoding: .utf8)) ?? "missing"
         XCTAssertFalse(text.contains(token) || text.contains("eyJ"), "no subject token in \(text)", file: file, line: line)
@@ -49,11 +19,7 @@ final class ExternalAccountTests: GoogleCredentialsTestCase {
     func testWithAdcFleetEngineGetsTheFederatedTokenFromAFileSourcedOIDCToken() throws {
         let sidecar = try sidecar(["--signer", "adc"], environment: try externalAccountEnvironment())
         defer { sidecar.stop() }
-        XCTAssertEqual(try call(sidecar, "/v1/providers/p/vehicles/v1").status, 200, sidecar.log)
-        XCTAssertEqual(try call(sidecar, "/v1/providers/p/trips/t1").status, 200, sidecar.log)
-        XCTAssertEqual(stsRequests, 1, "one exchange for every entity")
-        let last = String(try XCTUnwrap(lastAuthorization).dropFirst("Bearer ".count))
-        XCTAssertTrue(standIns.sync { self.google.federatedTokens.contains(last) }, "Fleet Engine saw STS's federated token")
+        try assertOneExchangeServesEveryEntity(sidecar)
         let form = standIns.sync { self.google.lastSTSForm }
         XCTAssertEqual(form["subject_token_type"], "urn:ietf:params:oauth:token-type:jwt")
         XCTAssertEqual(form["scope"], "https://www.googleapis.com/auth/cloud-platform")

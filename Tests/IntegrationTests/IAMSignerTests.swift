@@ -7,7 +7,6 @@ import XCTest
 /// IAM `signJwt`, authorised by an ADC access token from a key file, a user's refresh token or
 /// the metadata server; the stand-in Fleet Engine verifies the JWT against the account's key.
 final class IAMSignerTests: GoogleCredentialsTestCase {
-    var account: String { google.account.email }
     var iamFlags: [String] { ["--signer", "iam:\(account)", "--iam-endpoint", "http://\(standIns.googleAddress)"] }
     var signJwtRequests: Int { standIns.sync { self.google.signJwtRequests } }
 

@@ -8,33 +8,7 @@ import XCTest
 /// for `iam:`'s `signJwt`) and `generateIdToken` (for `--provider-id-token-audience`), with the
 /// file's delegates and quota project.
 final class ImpersonationTests: GoogleCredentialsTestCase {
-    var account: String { google.account.email }
-    var impersonationURL: String { "http://\(standIns.googleAddress)/v1/projects/-/serviceAccounts/\(account):generateAccessToken" }
     var generateAccessTokenRequests: Int { standIns.sync { self.google.generateAccessTokenRequests } }
-
-    /// The file `gcloud auth application-default login --impersonate-service-account` writes,
-    /// its source a user (known to the stand-in) or the stand-in account's key.
-    func impersonationEnvironment(keySource: Bool = false, delegates: [String] = [], target: String? = nil) throws -> [String: String] {
-        let source: JSONish
-        if keySource {
-            guard case .object(let key)? = JSONish.parse(Array(try google.account.keyFileJSON(tokenURI: google.tokenURI).utf8)) else {
-                throw SidecarError("key file JSON")
-            }
-            source = .object(key)
-        } else {
-            standIns.sync { self.google.authorizedUser = ("client.apps.googleusercontent.com", "s3cret", "1//r3fresh") }
-            source = .object(["type": .string("authorized_user"), "client_id": .string("client.apps.googleusercontent.com"),
-                              "client_secret": .string("s3cret"), "refresh_token": .string("1//r3fresh")])
-        }
-        let url = target.map { impersonationURL.replacingOccurrences(of: account, with: $0) } ?? impersonationURL
-        let file = JSONish.object([
-            "type": .string("impersonated_service_account"), "service_account_impersonation_url": .string(url),
-            "delegates": .array(delegates.map { .string($0) }), "quota_project_id": .string("billed"), "source_credentials": source,
-        ]).jsonText
-        let path = directory + "/impersonated.json"
-        _ = FileManager.default.createFile(atPath: path, contents: Data(file.utf8), attributes: [.posixPermissions: 0o600])
-        return ["GOOGLE_APPLICATION_CREDENTIALS": path]
-    }
 
     func testWithAdcFleetEngineGetsTheImpersonatedAccountsTokenBilledToTheQuotaProject() throws {
         let hop = "projects/-/serviceAccounts/hop@p.iam.gserviceaccount.com"

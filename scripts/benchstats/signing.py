@@ -1,5 +1,6 @@
 """The signing mode's results (scripts/bench signing): warm calls through a sidecar that signs
-its own tokens (`--signer key-file:`), with every token cached, then while a walk makes it sign
+its own tokens (`--signer key-file:`, or with SIGNER=iam IAM's signJwt authorised by a federated
+token), with every token cached, then while a walk makes it sign
 SIGN_ENTITIES tokens for vehicles it has never seen: issue 18's "signing never stalls calls".
 
 The mode leaves, beside settings.env (MODE=signing) and status.tsv (`signing<TAB>why` when the
@@ -25,6 +26,11 @@ from .order_statistics import nearest_rank
 from .results import CACHE_MISSES, ResultsDir, whole
 
 _TARGET = "{:<58} {:>10} {:>10} {:>5}"
+# What signs, by SIGNER (results before issue 26 have none: key-file).
+_SIGNERS = {
+    "key-file": "--signer key-file:",
+    "iam": "--signer iam: (stand-in google's signJwt, authorised by a federated token: OIDC file, STS, generateAccessToken; no key)",
+}
 
 
 @dataclass(frozen=True)
@@ -127,7 +133,8 @@ class SigningReport:
             f"fleet-token-proxy bench signing, {s.get('FINISHED')}",
             f"host: {s.get('NPROC')} cores, {s.get('KERNEL')}; {s.get('H2LOAD_VERSION')}; {' '.join(s.get('WRK_VERSION').split()[:2])}",
             f"load average before the runs: {s.get('LOAD_BEFORE')}; after: {s.get('LOAD_AFTER')}",
-            f"commit: {s.get('COMMIT')}; serve --signer key-file: in front of stand-in fleet-engine --jwks (each token's RS256 signature verified)",
+            f"commit: {s.get('COMMIT')}; serve {self._signer()} "
+            "in front of stand-in fleet-engine --jwks (each token's RS256 signature verified)",
             f"warm: h2load --h1 -t1 -c{s.get('WARM_CLIENTS')} -m1 --rps {s.get('WARM_RPS')} (each client) over "
             f"{s.get('WARM_ENTITIES')} vehicles whose tokens are cached, in slices of {s.get('SLICE_S')} s",
             f"cold: a wrk walk over {self.entities} new vehicles, {s.get('SIGN_CONNECTIONS')} connections",
@@ -141,6 +148,13 @@ class SigningReport:
         ]
         out.extend(targets.closing_lines("issue 18 target", self.verdicts(), self.failures(), _TARGET))
         return out
+
+    def _signer(self) -> str:
+        signer = self.settings.get("SIGNER") or "key-file"
+        text = _SIGNERS.get(signer, "--signer " + signer)
+        if signer == "iam":
+            text += f", --provider-concurrency {self.settings.get('IAM_CONCURRENCY') or 32}"
+        return text
 
     @staticmethod
     def _phase_line(label: str, calls: WarmCalls | None) -> str:

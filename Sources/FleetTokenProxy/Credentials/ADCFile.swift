@@ -132,7 +132,6 @@ package enum ADCFileError: Error, Sendable, Equatable {
     case unsupportedType
     case unsupportedSourceType
     case badImpersonationURL
-    case unsupportedCredentialSource(String)
     case workforceProjectForWorkloadPool
     case badField(String)
     case serviceAccount(ServiceAccountKeyError)
@@ -146,8 +145,6 @@ package enum ADCFileError: Error, Sendable, Equatable {
             return "has \"source_credentials\" whose \"type\" is not \"authorized_user\" or \"service_account\" (the sources of an impersonation this sidecar takes)"
         case .badImpersonationURL:
             return "has no \"service_account_impersonation_url\" ending in /ACCOUNT:generateAccessToken"
-        case .unsupportedCredentialSource(let kind):
-            return "has a \"credential_source\" of kind \"\(kind)\", which this sidecar does not take yet (a \"file\", a \"url\", an \"executable\" or AWS it does)"
         case .workforceProjectForWorkloadPool:
             return "has a \"workforce_pool_user_project\" but its \"audience\" is not a workforce pool's"
         case .badField(let name): return "has no usable \"\(name)\" (a string of visible ASCII)"

@@ -69,6 +69,10 @@ final class ADCTokenSource {
         case .metadataServer(let host):
             return try MetadataServerExchange(host: host, kind: kind, context: context)
         case .externalAccount(let account):
+            var context = context
+            if case .certificate(let source) = account.subjectTokenSource {
+                context.certificate = try WorkloadCertificate(source: source, file: file, context: context)
+            }
             let sts = try STSExchange(account: account, file: file, context: context)
             guard let url = account.impersonationURL else {
                 if case .identity = kind {

@@ -78,6 +78,10 @@ package struct ApplicationDefaultCredentials: Sendable, Equatable {
             account.subjectTokenSource = .aws(aws)
             credentials.source = .externalAccount(account)
         }
+        if case .externalAccount(var account) = credentials.source, case .certificate(let certificate) = account.subjectTokenSource {
+            account.subjectTokenSource = .certificate(try certificate.resolved(environment: environment, file: credentials.fileName, readFile: readFile))
+            credentials.source = .externalAccount(account)
+        }
         if let project = environment["GOOGLE_CLOUD_QUOTA_PROJECT"], !project.isEmpty {
             guard ADCFile.isFieldValue(project) else {
                 throw ConfigError("GOOGLE_CLOUD_QUOTA_PROJECT is not a project id (1 to \(ADCFile.maximumFieldLength) bytes of visible ASCII)")

@@ -15,6 +15,7 @@ final class ImpersonationExchange: TokenExchange {
     private let lifetime: Int
     private let client: EndpointClient
     private let clock: TokenClock
+    private let certificate: WorkloadCertificate?
 
     /// `url` is the file's `service_account_impersonation_url`; an ID token is asked for at the
     /// same account's `:generateIdToken`.
@@ -35,6 +36,7 @@ final class ImpersonationExchange: TokenExchange {
         self.delegates = delegates
         self.lifetime = lifetime
         clock = context.clock
+        certificate = context.certificate
         client = EndpointClient(loop: context.loop, endpoint: endpoint, name: name, tls: context.tls, timeout: context.timeout,
                                 logger: context.logger)
     }
@@ -49,7 +51,9 @@ final class ImpersonationExchange: TokenExchange {
             members["audience"] = .string(audience)
             members["includeEmail"] = .bool(true)
         }
-        source.authorisedPost(Array(JSONish.object(members).jsonText.utf8), to: endpoint.target(""), on: client) { [kind, clock, client] answer in
+        // An X.509 external account presents its certificate to IAM too, as Google's libraries do.
+        let client = certificate?.client(for: endpoint, name: self.client.name) ?? self.client
+        source.authorisedPost(Array(JSONish.object(members).jsonText.utf8), to: endpoint.target(""), on: client) { [kind, clock] answer in
             let wallNow = clock.wallNow
             completion(answer.flatMap { answer in
                 switch kind {

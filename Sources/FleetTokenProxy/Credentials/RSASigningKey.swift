@@ -1,7 +1,8 @@
 import COpenSSL
 
 /// An RSA private key that signs RS256 (RSASSA-PKCS1-v1_5 with SHA-256), the only algorithm
-/// Fleet Engine takes (docs/CONTRACT.md §2). The one place the sidecar holds an OpenSSL key.
+/// Fleet Engine takes (docs/CONTRACT.md §2). The one key the sidecar signs with (a
+/// `ClientCertificate`'s key only opens TLS connections).
 ///
 /// Invariant: `key` is an RSA `EVP_PKEY` of at least 2048 bits, owned by this object alone,
 /// never changed after `init` and freed in `deinit`.

@@ -4,7 +4,8 @@
 /// type; a workforce pool's user project goes in `options` unless the pool's own client
 /// authenticates (HTTP Basic). STS answers RFC 6749's shape: a refusal (`invalid_grant`, …) is
 /// 403 with its own `error` text, an unreachable STS 503. Never sent a quota project: the
-/// exchange makes the token. The subject token is never shown.
+/// exchange makes the token. The subject token is never shown. An X.509 source's exchange goes
+/// over mutual TLS, presenting the certificate its subject token was built from.
 final class STSExchange: TokenExchange {
     static let grantType = "urn:ietf:params:oauth:grant-type:token-exchange"
     static let requestedTokenType = "urn:ietf:params:oauth:token-type:access_token"
@@ -13,10 +14,16 @@ final class STSExchange: TokenExchange {
     private let account: ExternalAccountCredentials
     private let reader: SubjectTokenReader
     private let client: EndpointClient
+    /// An X.509 source's certificate: the exchange presents it.
+    private let certificate: WorkloadCertificate?
 
     init(account: ExternalAccountCredentials, file: String, context: TokenExchangeContext) throws(ConfigError) {
         self.account = account
         endpoint = try GoogleEndpoint.parse(account.tokenURL, what: "token_url of \(file)")
+        certificate = context.certificate
+        if certificate != nil && endpoint.scheme != .https {
+            throw ConfigError("credentials file \(file) has an X.509 credential_source and a token_url that is not https: its exchange goes over mutual TLS")
+        }
         reader = try SubjectTokenReader(account: account, file: file, context: context)
         client = EndpointClient(loop: context.loop, endpoint: endpoint, name: "STS", tls: context.tls, timeout: context.timeout,
                                 logger: context.logger)
@@ -28,6 +35,8 @@ final class STSExchange: TokenExchange {
             case .failure(let failure):
                 completion(.failure(failure))
             case .success(let token):
+                // Over mutual TLS with the certificate the subject token was just built from.
+                let client = certificate?.client(for: endpoint, name: self.client.name) ?? self.client
                 client.send(method: "POST", target: endpoint.target(""), headers: headers, body: FormEncoding.body(form(subjectToken: token))) {
                     [name = client.name] result in
                     completion(result.flatMap { GoogleAnswer.interpret($0, from: name, AccessTokenAnswer.parse) })
@@ -68,5 +77,6 @@ final class STSExchange: TokenExchange {
     func close() {
         client.close()
         reader.close()
+        certificate?.close()
     }
 }

@@ -11,7 +11,8 @@ import Foundation
 /// the file is read again every time, so a token the identity provider rotated (a Kubernetes
 /// projected token, a CI job's) is the one sent, as Google's libraries do; the URL is asked
 /// every time with its headers; the executable is run (on a thread of its own, never through a
-/// shell) unless its output file holds an answer that has not expired. Never kept, never shown:
+/// shell) unless its output file holds an answer that has not expired; a certificate's files
+/// are read again (`WorkloadCertificate`). Never kept, never shown:
 /// failures name the place only, never what the program printed.
 ///
 /// Loop-bound: completions run on the loop thread. A file is a few kilobytes, read on the loop
@@ -29,6 +30,8 @@ final class SubjectTokenReader {
     /// One thread for the executable, made when there is one.
     private let runner: WorkerPool?
     private let aws: AWSSubjectTokenReader?
+    /// An X.509 source's certificate, read again for each exchange.
+    private let certificate: WorkloadCertificate?
 
     init(account: ExternalAccountCredentials, file: String, context: TokenExchangeContext) throws(ConfigError) {
         self.account = account
@@ -40,8 +43,9 @@ final class SubjectTokenReader {
         } else {
             aws = nil
         }
+        certificate = context.certificate
         switch source {
-        case .file, .aws:
+        case .file, .aws, .certificate:
             client = nil
             target = ""
             runner = nil
@@ -73,6 +77,8 @@ final class SubjectTokenReader {
             run(command, completion)
         case .aws:
             aws?.read(completion)
+        case .certificate:
+            certificate.map { completion($0.read()) }
         case .url(_, let headers, let format):
             guard let client else { return }
             client.send(method: "GET", target: target, headers: headers) { [name = client.name] result in

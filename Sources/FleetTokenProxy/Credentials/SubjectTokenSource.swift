@@ -2,17 +2,19 @@
 /// `credential_source`, a `file` (a Kubernetes projected token, a CI job's OIDC token) or a
 /// `url` (Azure's instance metadata, a local identity agent) with `headers`, read as text or as
 /// JSON with `format.subject_token_field_name`; an `executable` (pluggable auth); AWS
-/// (`environment_id` aws1). A `certificate` (X.509) is refused by name.
+/// (`environment_id` aws1); an X.509 `certificate`, whose chain is the token and which the STS
+/// exchange presents over mutual TLS.
 package enum SubjectTokenSource: Sendable, Equatable, CustomStringConvertible {
     case file(path: String, format: SubjectTokenFormat)
     /// `headers` may carry a credential of the identity provider's: never shown.
     case url(String, headers: [HeaderField], format: SubjectTokenFormat)
     case executable(ExecutableCommand)
     case aws(AWSCredentialSource)
+    case certificate(CertificateCredentialSource)
 
     /// `credential_source`'s members, or why not (a field name, never a value).
     static func parse(_ members: [String: JSONish]) -> Result<SubjectTokenSource, ADCFileError> {
-        if members["certificate"] != nil { return .failure(.unsupportedCredentialSource("certificate")) }
+        if members["certificate"] != nil { return CertificateCredentialSource.parse(members).map { .certificate($0) } }
         if members["environment_id"] != nil {
             guard members["file"] == nil, members["executable"] == nil else { return .failure(.badField("credential_source.environment_id (alone)")) }
             return AWSCredentialSource.parse(members).map { .aws($0) }
@@ -74,6 +76,7 @@ package enum SubjectTokenSource: Sendable, Equatable, CustomStringConvertible {
         case .url(let url, _, let format): return "subject token URL \(RedactedURL.text(url))\(format.description)"
         case .executable(let command): return "subject token \(command)"
         case .aws(let source): return "subject token of \(source)"
+        case .certificate(let source): return "subject token of the \(source)"
         }
     }
 }

@@ -24,4 +24,6 @@ struct TokenExchangeContext {
     var clock: TokenClock
     var logger: Logger
     var random: () -> Double
+    /// An X.509 external account's certificate, which its STS and IAM exchanges present.
+    var certificate: WorkloadCertificate? = nil
 }

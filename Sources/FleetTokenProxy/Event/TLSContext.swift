@@ -16,6 +16,8 @@ package final class TLSContext {
     private let resumption: TLSResumption?
     /// Server contexts with ALPN only: the protocols offered, which the selection callback reads.
     private var serverALPN: ServerALPN?
+    /// Client contexts only: what the client presents when a server asks for a certificate.
+    private let clientCertificate: ClientCertificate?
 
     /// A client context: peer verification on, TLS 1.2 or later, optional ALPN list.
     package static func client(trust: TrustStore, alpn: [String] = []) -> TLSContext {
@@ -27,9 +29,31 @@ package final class TLSContext {
         TLSContext(ctx: nil, trust: trust, alpn: alpn, resumption: TLSResumption(handshakeFinished: handshakeFinished))
     }
 
+    /// A client context like this one (its CAs, its ALPN, its handshake reports) that presents
+    /// `certificate` when a server asks for one (mutual TLS), with its own session cache: a
+    /// session is never resumed under another certificate.
+    func presenting(_ certificate: ClientCertificate) -> TLSContext {
+        TLSContext(ctx: nil, trust: trust, alpn: alpn, resumption: resumption.map { TLSResumption(handshakeFinished: $0.handshakeFinished) },
+                   clientCertificate: certificate)
+    }
+
     /// A server context from PEM files (stand-ins and tests only).
     package static func server(certificateFile: String, keyFile: String, alpn: [String] = []) throws(TLSError) -> TLSContext {
         try server(certificateFile: certificateFile, keyFile: keyFile, alpn: alpn, tls12Only: false)
+    }
+
+    /// A server context that asks each client for a certificate and takes any (or none) in the
+    /// handshake: what was presented is judged by the server's handler, as Google's STS judges
+    /// an X.509 subject token (stand-ins and tests only).
+    package static func server(certificateFile: String, keyFile: String, requestingClientCertificates: Bool) throws(TLSError) -> TLSContext {
+        let context = try server(certificateFile: certificateFile, keyFile: keyFile, alpn: [], tls12Only: false)
+        if requestingClientCertificates, let ctx = context.ctx {
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, { _, _ in 1 })
+            // A client resuming its session must find the context it was made in.
+            let name = Array("fleet-token-proxy-stand-in".utf8)
+            _ = SSL_CTX_set_session_id_context(ctx, name, UInt32(name.count))
+        }
+        return context
     }
 
     /// A server context; `tls12Only` caps it at TLS 1.2, for tests of a TLS 1.2 peer.
@@ -57,11 +81,12 @@ package final class TLSContext {
         return context
     }
 
-    private init(ctx: OpaquePointer?, trust: TrustStore?, alpn: [String], resumption: TLSResumption?) {
+    private init(ctx: OpaquePointer?, trust: TrustStore?, alpn: [String], resumption: TLSResumption?, clientCertificate: ClientCertificate? = nil) {
         self.ctx = ctx
         self.trust = trust
         self.alpn = alpn
         self.resumption = resumption
+        self.clientCertificate = clientCertificate
     }
 
     deinit { SSL_CTX_free(ctx) }
@@ -76,6 +101,7 @@ package final class TLSContext {
             SSL_CTX_set_verify(made, SSL_VERIFY_PEER, nil)
             if let trust { SSL_CTX_set1_cert_store(made, try trust.x509Store()) }
             if !alpn.isEmpty { try Self.setALPN(alpn, on: made) }
+            try clientCertificate?.install(on: made)
             TLSResumption.install(on: made)
         } catch {
             SSL_CTX_free(made)

@@ -13,7 +13,7 @@ import Glibc
 /// carries in its ex_data. Loop-thread only.
 final class TLSResumption {
     let cache: TLSSessionCache
-    private let handshakeFinished: (_ resumed: Bool) -> Void
+    let handshakeFinished: (_ resumed: Bool) -> Void
 
     init(cache: TLSSessionCache = TLSSessionCache(), handshakeFinished: @escaping (_ resumed: Bool) -> Void) {
         self.cache = cache

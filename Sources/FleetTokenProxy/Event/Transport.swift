@@ -97,6 +97,9 @@ final class Transport {
 
     var isOpen: Bool { bev != nil }
 
+    /// The certificate the peer presented in the TLS handshake, as DER; nil over plain TCP.
+    var peerCertificate: [UInt8]? { ssl.flatMap(X509DER.peer(of:)) }
+
     /// From now on reads go straight from the socket into `input` (see `DirectReads`), with
     /// the same read callbacks, timeout, high-water mark and EOF and error events. Plain
     /// sockets only, once connected; call once, before the first read is wanted or at once

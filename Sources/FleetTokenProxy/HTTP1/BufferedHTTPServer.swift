@@ -161,7 +161,8 @@ final class BufferedServerConnection: TransportDelegate {
         self.head = nil
         busy = true
         transport.disableReading()
-        let request = HTTPRequest(method: head.method, target: head.target, headers: head.headers, body: body)
+        var request = HTTPRequest(method: head.method, target: head.target, headers: head.headers, body: body)
+        request.clientCertificate = transport.peerCertificate
         let keepAlive = head.keepAlive
         var answered = false
         server.handler(request) { [weak self] response in

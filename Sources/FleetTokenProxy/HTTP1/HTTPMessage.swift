@@ -32,6 +32,8 @@ package struct HTTPRequest: Sendable {
     package var target: String
     package var headers: HTTPHeaders
     package var body: [UInt8]
+    /// Over TLS, the certificate the client presented (DER), for a stand-in that asks for one.
+    package var clientCertificate: [UInt8]?
 
     package init(method: String, target: String, headers: HTTPHeaders = HTTPHeaders(), body: [UInt8] = []) {
         self.method = method

@@ -28,8 +28,10 @@ final class StandInHost: @unchecked Sendable {
     private(set) var seenRequests: [HTTPRequest] = []
 
     /// Starts both stand-ins on ephemeral loopback ports; `tls` serves Fleet Engine over TLS.
-    /// With `google`, the stand-in Google too, its account trusted by Fleet Engine (project "p").
-    init(fleetEngineTLS tls: (cert: String, key: String)? = nil, google withGoogle: Bool = false) throws {
+    /// With `google`, the stand-in Google too, its account trusted by Fleet Engine (project "p"),
+    /// over TLS with `googleTLS`, asking every client for a certificate (mutual TLS).
+    init(fleetEngineTLS tls: (cert: String, key: String)? = nil, google withGoogle: Bool = false,
+         googleTLS: (cert: String, key: String)? = nil) throws {
         // As the sidecar's main does: a TLS write to a peer that left (the sidecar's start-up
         // HTTP/2 connection, closed when this HTTP/1.1 stand-in declines h2) is an error return.
         signal(SIGPIPE, SIG_IGN)
@@ -52,9 +54,12 @@ final class StandInHost: @unchecked Sendable {
         if withGoogle {
             let account = try StandInServiceAccount(name: "fleet-admin", project: "p")
             let google = StandInGoogle(account: account, scheduler: loop, wallClock: { clock.wallNow })
-            let googleServer = BufferedHTTPServer(loop: loop, handler: google.handler)
+            let googleContext = try googleTLS.map {
+                try TLSContext.server(certificateFile: $0.cert, keyFile: $0.key, requestingClientCertificates: true)
+            }
+            let googleServer = BufferedHTTPServer(loop: loop, tls: googleContext, handler: google.handler)
             googleAddress = try googleServer.listen(on: .inet(host: "127.0.0.1", port: 0))
-            google.tokenURI = "http://\(googleAddress)/token"
+            google.tokenURI = "\(googleTLS == nil ? "http" : "https")://\(googleAddress)/token"
             fleetEngine.tokenCheck.trustedKeys.append(account.trustedKey)
             servers.append(googleServer)
             self.google = google
