@@ -61,6 +61,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def fixed_port() -> int:
+    """A free port below the kernel's ephemeral range, for a server that is killed and started
+    again on its address: a port in the range can be taken while it is down, by a connection to
+    it that the kernel connects to itself (TCP simultaneous open from the same port)."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for _ in range(200):
+        port = random.randrange(max(1024, low - 12000), low)
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port below the ephemeral range")
+
+
 def split(address: str) -> tuple[str, int]:
     host, port = address.rsplit(":", 1)
     return host, int(port)
@@ -351,9 +368,9 @@ class Rig:
         self.work = work
         key = SigningKey.generate()
         self.keys = [(key.kid, key.public_key)]
-        self.provider = StandInProvider(key, lifetime=args.token_lifetime).start()
-        self.provider_port = self.provider.port
-        self.engine_listen = f"127.0.0.1:{free_port()}"
+        self.provider_port = fixed_port()
+        self.provider = StandInProvider(key, lifetime=args.token_lifetime).start(self.provider_port)
+        self.engine_listen = f"127.0.0.1:{fixed_port()}"
         self.engine = self._engine()
         self.relay = FaultRelay(split(self.engine_listen))
         self.headers = work / "provider-headers"
@@ -548,10 +565,14 @@ def main() -> int:
             if squeeze:
                 watch.squeezing.set()
                 load.squeezing.set()
-            begin()
-            time.sleep(args.window)
-            during = watch.sample()
-            end()
+            try:
+                begin()
+                time.sleep(args.window)
+                during = watch.sample()
+                end()
+            except Exception as error:  # the soak's own fault step failed: say so and stop
+                failures.append(f"{name}: the soak could not inject or end the fault: {type(error).__name__}: {error}")
+                break
             ended = time.monotonic()
             # The calm: each protocol's first good call that began after the fault ended.
             recovered: dict[str, float | None] = {}
