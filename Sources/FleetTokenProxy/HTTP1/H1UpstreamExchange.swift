@@ -6,7 +6,7 @@
 /// so the call's machine (`HTTP1Exchange`, `H2CallState`) decides as for any exchange; the
 /// HTTP/1.1 connection reports to it as its `ResponseSink`. One for each send (a resend or a
 /// 401 retry): a new one, or the client connection's previous one once it is over and
-/// nothing else holds it (`start(_:reusing:...)`).
+/// nothing else holds it (`reusable`, `restart`).
 ///
 /// The request: the head the client half writes for HTTP/1.1; the body pulled from the client
 /// half, held and sent with the head by its length when it has all arrived (up to
@@ -85,7 +85,7 @@ final class H1UpstreamExchange: UpstreamExchange, ResponseSink {
     }
 
     /// Nothing of the last send is left: its end was reported or it was cancelled, and it holds
-    /// neither a ticket nor a connection (its wake-up was cancelled with them).
+    /// neither a ticket nor a connection (its wake-up was disarmed with them).
     private var isOver: Bool { delegate == nil && ticket == nil && connection == nil }
 
     private init(_ delegate: UpstreamExchangeDelegate, pool: HTTP1UpstreamPool, loop: EventLoop, host: String, highWater: Int) {
