@@ -14,7 +14,7 @@ import Darwin
 
 /// `fleet-token-proxy demo`: the whole path on loopback with local stand-ins, then a summary.
 struct Demo: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Run the sidecar between a stand-in token provider and a stand-in Fleet Engine, under load, and print a summary.")
+    static let configuration = CommandConfiguration(commandName: "demo", abstract: "Run the sidecar between a stand-in token provider and a stand-in Fleet Engine, under load, and print a summary.")
 
     @Option(help: "Simulated vehicles sending location updates.")
     var vehicles = 200
@@ -83,6 +83,7 @@ struct StandIn: ParsableCommand {
     /// at start whose public key `stand-in fleet-engine --jwks` is given.
     struct Google: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "google",
             abstract: "Serve the OAuth token endpoint (POST /token) and the metadata server's token path, as Google's check them.")
 
         @Option(help: "Listen address (loopback, with a port: the key file's token_uri names it).")
@@ -120,7 +121,7 @@ struct StandIn: ParsableCommand {
 
     /// A token provider that mints Fleet Engine shaped JWTs with a key made at start.
     struct Provider: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Serve GET /token/{provider}/{type}/{id} with minted JWTs.")
+        static let configuration = CommandConfiguration(commandName: "provider", abstract: "Serve GET /token/{provider}/{type}/{id} with minted JWTs.")
 
         @Option(help: "Listen address (loopback).")
         var listen = "127.0.0.1:4190"
