@@ -1,8 +1,8 @@
 """python3 -m benchstats COMMAND ...: what scripts/bench asks of its results.
 
   report DIR                 print the table of a results directory (and write DIR/summary.txt),
-                             the remote or signing mode's when its settings say MODE=remote or
-                             MODE=signing; exit 1 when an anchor or a sidecar row failed
+                             the remote, signing or idle mode's when its settings say MODE=remote,
+                             MODE=signing or MODE=idle; exit 1 when an anchor or a sidecar row failed
   warmup WALK METRICS N      the many-entity warm-up: its walk finished without a failed call and
                              the sidecar's /metrics shows N fetches and N cached entities; prints
                              what it found, exits 1 when it is not so
@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 from . import callgrind, checks, h2load, rows
+from .idle import IdleReport
 from .remote import RemoteReport
 from .results import ResultsDir
 from .settings import Settings
@@ -36,7 +37,7 @@ from .table import Report
 
 def report(directory: str) -> int:
     results = ResultsDir(Path(directory))
-    table = {"remote": RemoteReport, "signing": SigningReport}.get(results.settings.get("MODE"), Report)(results)
+    table = {"remote": RemoteReport, "signing": SigningReport, "idle": IdleReport}.get(results.settings.get("MODE"), Report)(results)
     lines = table.lines()
     for note in results.notes:
         print(f"bench: {note}", file=sys.stderr)

@@ -78,11 +78,11 @@ def evaluate(line: Mapping, quantities: Mapping[str, Number | None], names: Mapp
 
 
 # The modes of scripts/bench with a table of their own, each with its own lines.
-MODES = ("remote", "signing")
+MODES = ("remote", "signing", "idle")
 
 
 def applies(line: Mapping, rest_h2: bool, h2: bool, mode: str = "run") -> bool:
-    """Whether a line belongs to the table: a mode's lines (`when: remote`, `when: signing`) to
+    """Whether a line belongs to the table: a mode's lines (`when: remote`, `when: signing`, ...) to
     that mode's table only, the others to the loopback table as SKIP_H2 and REST_H2 leave it."""
     when = line.get("when")
     if mode in MODES or when in MODES:
