@@ -14,6 +14,8 @@
   callgrind N1 OUT1 H2LOAD1 N2 OUT2 H2LOAD2
                              instructions per call between two callgrind runs of N1 and N2
                              calls, whose h2load outputs must show every call answered
+  draw DIR OUT.svg           the picture of a remote or loopback run's results directory
+                             (pictures.py; needs matplotlib: scripts/bench draw sets it up)
   callgrind-table DIR N1 N2 SERVER...
                              the callgrind mode's table: instructions per call of each SERVER
                              (sidecar, nginx, haproxy) over each protocol, from DIR's profiles
@@ -134,6 +136,14 @@ def main(arguments: list[str]) -> int:
         return callgrind_per_call((int(rest[0]), rest[1], rest[2]), (int(rest[3]), rest[4], rest[5]))
     if command == "callgrind-table" and len(rest) >= 4:
         return callgrind_table(rest[0], int(rest[1]), int(rest[2]), rest[3:])
+    if command == "draw" and len(rest) == 2:
+        from .pictures import draw
+        try:
+            draw(Path(rest[0]), Path(rest[1]))
+        except ValueError as error:
+            print(error, file=sys.stderr)
+            return 1
+        return 0
     print(__doc__, file=sys.stderr)
     return 2
 
