@@ -65,8 +65,8 @@ def test_median_sample_by_vmrss(results):
     median = table.median("https")
     assert median.number == 2 and median.rss_kb == 12872
     assert (median.parts.anon_kb, median.parts.file_kb) == (1984, 10888)
-    assert table.quantities()["https.rss_mb"] == 12.6
-    assert table.quantities()["http.rss_mb"] == 9.0
+    assert table.quantities()["https.rss_mb"] == 12.57
+    assert table.quantities()["http.rss_mb"] == 9.03
 
 
 def test_table_and_targets(results):
@@ -74,13 +74,13 @@ def test_table_and_targets(results):
     rows = {line[:30].strip(): line[30:].split() for line in lines if line.startswith(("http://", "https://"))}
     assert list(rows) == ["http://, answering", "https://, answering (TLS, h2)", "https://, refusing the dial"]
     # RSS, anon, file, then binary, libcrypto, libssl, libc, heap, other (MB).
-    assert rows["https://, answering (TLS, h2)"][:3] == ["12.6", "1.9", "10.6"]
+    assert rows["https://, answering (TLS, h2)"][:3] == ["12.57", "1.9", "10.6"]
     assert rows["https://, answering (TLS, h2)"][4] == "4.0"
     assert rows["http://, answering"][3:] == ["0.0"] * 6  # no smaps kept for it
     verdicts = {line[:58].strip(): line[58:].split() for line in lines if line.startswith("idle RSS, MB")}
-    assert verdicts["idle RSS, MB: https upstream answering"] == ["12.6", "<=", "12", "no"]
-    assert verdicts["idle RSS, MB: https upstream refusing the dial"] == ["11.9", "<=", "12", "yes"]
-    assert verdicts["idle RSS, MB: http upstream answering"] == ["9.0", "<=", "12", "yes"]
+    assert verdicts["idle RSS, MB: https upstream answering"] == ["12.57", "<=", "12", "no"]
+    assert verdicts["idle RSS, MB: https upstream refusing the dial"] == ["11.86", "<=", "12", "yes"]
+    assert verdicts["idle RSS, MB: http upstream answering"] == ["9.03", "<=", "12", "yes"]
 
 
 def test_report_fails_for_a_sidecar_that_did_not_start(results, capsys):
