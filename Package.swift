@@ -66,8 +66,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            // The release link of the shipped binary (scripts/build-release) orders functions by it.
-            exclude: ["startup-symbols.txt"]
+            // The release link of the shipped binary (scripts/build-release) lays out functions by them.
+            exclude: ["startup-symbols.txt", "startup-sections.ld"]
         ),
         // What each parser promises about any input, checked by the fuzz targets (Fuzz/) and by
         // the unit test that replays their seeds and findings. Not part of the product.

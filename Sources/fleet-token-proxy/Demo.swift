@@ -14,7 +14,7 @@ import Darwin
 
 /// `fleet-token-proxy demo`: the whole path on loopback with local stand-ins, then a summary.
 struct Demo: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Run the sidecar between a stand-in token provider and a stand-in Fleet Engine, under load, and print a summary.")
+    static let configuration = CommandConfiguration(commandName: "demo", abstract: "Run the sidecar between a stand-in token provider and a stand-in Fleet Engine, under load, and print a summary.")
 
     @Option(help: "Simulated vehicles sending location updates.")
     var vehicles = 200
@@ -84,6 +84,7 @@ struct StandIn: ParsableCommand {
     /// identity federation, for scripts/bench signing with SIGNER=iam).
     struct Google: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "google",
             abstract: "Serve Google's credential endpoints as Google's check them: the OAuth token endpoint (POST /token), the metadata server's token path, IAM signJwt, generateAccessToken and generateIdToken, and STS (POST /v1/token) for its own OIDC identity provider.")
 
         @Option(help: "Listen address (loopback, with a port: the key file's token_uri names it).")
@@ -132,7 +133,7 @@ struct StandIn: ParsableCommand {
 
     /// A token provider that mints Fleet Engine shaped JWTs with a key made at start.
     struct Provider: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Serve GET /token/{provider}/{type}/{id} with minted JWTs.")
+        static let configuration = CommandConfiguration(commandName: "provider", abstract: "Serve GET /token/{provider}/{type}/{id} with minted JWTs.")
 
         @Option(help: "Listen address (loopback).")
         var listen = "127.0.0.1:4190"

@@ -1,3 +1,4 @@
+import COpenSSL
 @testable import FleetTokenProxy
 import Foundation
 import XCTest
@@ -77,6 +78,63 @@ final class TLSUpstreamTests: XCTestCase {
             XCTAssertTrue(result.stdout.hasSuffix("\n200"), result.stdout)
         }
         XCTAssertEqual(standIns.sync { standIns.fleetEngine.statistics.accepted }, 2)
+    }
+
+    /// A directory holding the test CA under its subject hash, as `/etc/ssl/certs` holds the
+    /// system's (`openssl rehash`), and nothing else.
+    func hashedCADirectory() throws -> String {
+        let hashed = dir.appendingPathComponent("hashed")
+        try FileManager.default.createDirectory(at: hashed, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(at: dir.appendingPathComponent("ca.pem"), to: hashed.appendingPathComponent("test-ca.pem"))
+        try check(runCommand("/usr/bin/openssl", ["rehash", hashed.path]))
+        return hashed.path
+    }
+
+    /// The system store found through the hashed directory alone, as on Debian: no bundle file
+    /// is named, and the default one holds no test CA.
+    func testTLSUpstreamVerifiedThroughTheHashedCertificateDirectory() throws {
+        let standIns = try tlsStandIns()
+        defer { standIns.stop() }
+        let sidecar = try tlsSidecar(standIns, environment: ["SSL_CERT_DIR": try hashedCADirectory()])
+        defer { sidecar.stop() }
+        let result = try curl(["-w", "\n%{http_code}", sidecar.baseURL + "/v1/providers/p1/vehicles/tls-5"])
+        XCTAssertTrue(result.stdout.hasSuffix("\n200"), result.stdout)
+        XCTAssertEqual(standIns.sync { standIns.fleetEngine.statistics.accepted }, 1)
+    }
+
+    /// The system store reads no CA until a verification asks for one, then that CA alone; a
+    /// directory without hashed names (a bundle-only system) falls back to the bundle, read
+    /// whole when the store is set up.
+    func testSystemStoreReadsTheDirectoryACertificateAtATime() throws {
+        let hashed = try hashedCADirectory()
+        let environment = ["SSL_CERT_DIR": hashed]
+        let store = TrustStore.system { environment[$0] }
+        try store.load()
+        XCTAssertEqual(store.heldCertificates, 0)
+        XCTAssertTrue(try verify(dir.appendingPathComponent("server.pem").path, against: store))
+        XCTAssertEqual(store.heldCertificates, 1)
+        // Another chain is looked up, not found, and nothing more is read.
+        XCTAssertFalse(try verify(dir.appendingPathComponent("other.pem").path, against: store))
+        XCTAssertEqual(store.heldCertificates, 1)
+
+        let bundle = ["SSL_CERT_DIR": dir.appendingPathComponent("no-such-dir").path,
+                      "SSL_CERT_FILE": dir.appendingPathComponent("ca.pem").path]
+        let fallback = TrustStore.system { bundle[$0] }
+        try fallback.load()
+        XCTAssertEqual(fallback.heldCertificates, 1)
+        XCTAssertTrue(try verify(dir.appendingPathComponent("server.pem").path, against: fallback))
+    }
+
+    /// Whether the certificate in the PEM file at `path` verifies against `store` (no host check).
+    func verify(_ path: String, against store: TrustStore) throws -> Bool {
+        guard let file = fopen(path, "r") else { throw SidecarError("cannot open \(path)") }
+        defer { fclose(file) }
+        guard let certificate = PEM_read_X509(file, nil, nil, nil) else { throw SidecarError("no certificate in \(path)") }
+        defer { X509_free(certificate) }
+        guard let context = X509_STORE_CTX_new() else { throw SidecarError("X509_STORE_CTX_new") }
+        defer { X509_STORE_CTX_free(context) }
+        guard X509_STORE_CTX_init(context, try store.x509Store(), certificate, nil) == 1 else { throw SidecarError("X509_STORE_CTX_init") }
+        return X509_verify_cert(context) == 1
     }
 
     /// The CA file is still read at start-up: one that holds no certificate stops it, with

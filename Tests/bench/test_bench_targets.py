@@ -71,7 +71,7 @@ def test_every_target_names_its_issue_and_threshold():
         if "comparison" in entry:
             assert entry["comparison"] in (">=", "<=")
             assert "issue" in entry and entry["threshold"] is not None
-    assert targets.issues(targets.load()) == [10, 17, 18]
+    assert targets.issues(targets.load()) == [10, 17, 18, 27]
 
 
 def test_when():

@@ -1,8 +1,8 @@
 """python3 -m benchstats COMMAND ...: what scripts/bench asks of its results.
 
   report DIR                 print the table of a results directory (and write DIR/summary.txt),
-                             the remote or signing mode's when its settings say MODE=remote or
-                             MODE=signing; exit 1 when an anchor or a sidecar row failed
+                             the remote, signing or idle mode's when its settings say MODE=remote,
+                             MODE=signing or MODE=idle; exit 1 when an anchor or a sidecar row failed
   warmup WALK METRICS N      the many-entity warm-up: its walk finished without a failed call and
                              the sidecar's /metrics shows N fetches and N cached entities; prints
                              what it found, exits 1 when it is not so
@@ -14,6 +14,8 @@
   callgrind N1 OUT1 H2LOAD1 N2 OUT2 H2LOAD2
                              instructions per call between two callgrind runs of N1 and N2
                              calls, whose h2load outputs must show every call answered
+  draw DIR OUT.svg           the picture of a remote or loopback run's results directory
+                             (pictures.py; needs matplotlib: scripts/bench draw sets it up)
   callgrind-table DIR N1 N2 SERVER...
                              the callgrind mode's table: instructions per call of each SERVER
                              (sidecar, nginx, haproxy) over each protocol, from DIR's profiles
@@ -27,6 +29,7 @@ import sys
 from pathlib import Path
 
 from . import callgrind, checks, h2load, rows
+from .idle import IdleReport
 from .remote import RemoteReport
 from .results import ResultsDir
 from .settings import Settings
@@ -36,7 +39,7 @@ from .table import Report
 
 def report(directory: str) -> int:
     results = ResultsDir(Path(directory))
-    table = {"remote": RemoteReport, "signing": SigningReport}.get(results.settings.get("MODE"), Report)(results)
+    table = {"remote": RemoteReport, "signing": SigningReport, "idle": IdleReport}.get(results.settings.get("MODE"), Report)(results)
     lines = table.lines()
     for note in results.notes:
         print(f"bench: {note}", file=sys.stderr)
@@ -133,6 +136,14 @@ def main(arguments: list[str]) -> int:
         return callgrind_per_call((int(rest[0]), rest[1], rest[2]), (int(rest[3]), rest[4], rest[5]))
     if command == "callgrind-table" and len(rest) >= 4:
         return callgrind_table(rest[0], int(rest[1]), int(rest[2]), rest[3:])
+    if command == "draw" and len(rest) == 2:
+        from .pictures import draw
+        try:
+            draw(Path(rest[0]), Path(rest[1]))
+        except ValueError as error:
+            print(error, file=sys.stderr)
+            return 1
+        return 0
     print(__doc__, file=sys.stderr)
     return 2
 

@@ -26,13 +26,13 @@ def operand(expression: str, quantities: Mapping[str, Number | None]) -> Number 
     value = terms[0]
     for term in terms[1:]:
         value -= term
-    return round(value, 1) if isinstance(value, float) else value
+    return round(value, 2) if isinstance(value, float) else value
 
 
-def shown(value: Number | None) -> str:
+def shown(value: Number | None, places: int = 1) -> str:
     if value is None:
         return "n/a"
-    return f"{value:.1f}" if isinstance(value, float) else str(value)
+    return f"{value:.{places}f}" if isinstance(value, float) else str(value)
 
 
 def compare(value: Number | None, comparison: str, limit: Number | None) -> str:
@@ -61,7 +61,7 @@ def evaluate(line: Mapping, quantities: Mapping[str, Number | None], names: Mapp
         beside = operand(line["beside"], quantities)
         now = f"{shown(value)} ({shown(beside)})"
     elif measure == "value":
-        now = shown(value)
+        now = shown(value, line.get("places", 1))
     else:
         raise ValueError(f"unknown measure {measure!r}")
     label = line["label"].format(**names)
@@ -78,11 +78,11 @@ def evaluate(line: Mapping, quantities: Mapping[str, Number | None], names: Mapp
 
 
 # The modes of scripts/bench with a table of their own, each with its own lines.
-MODES = ("remote", "signing")
+MODES = ("remote", "signing", "idle")
 
 
 def applies(line: Mapping, rest_h2: bool, h2: bool, mode: str = "run") -> bool:
-    """Whether a line belongs to the table: a mode's lines (`when: remote`, `when: signing`) to
+    """Whether a line belongs to the table: a mode's lines (`when: remote`, `when: signing`, ...) to
     that mode's table only, the others to the loopback table as SKIP_H2 and REST_H2 leave it."""
     when = line.get("when")
     if mode in MODES or when in MODES:
