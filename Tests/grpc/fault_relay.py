@@ -17,7 +17,8 @@ import socket
 import struct
 import threading
 
-H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+from loopback_listener import LoopbackListener
+from protocol_mux import H2_PREFACE
 
 
 def _frame(frame_type: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
@@ -66,7 +67,7 @@ class _Pair:
                 _close(sock)
 
 
-class FaultRelay:
+class FaultRelay(LoopbackListener):
     def __init__(self, backend: tuple[str, int], *, listen: tuple[str, int] = ("127.0.0.1", 0)):
         self.backend = backend
         self.mode = "pass"
@@ -74,14 +75,7 @@ class FaultRelay:
         self._pairs: set[_Pair] = set()
         self.accepted = 0
         self.hostile_sessions = 0
-        self._listener = socket.create_server(listen, backlog=512)
-        self._closed = False
-        threading.Thread(target=self._accept_loop, name="fault-relay", daemon=True).start()
-
-    @property
-    def address(self) -> str:
-        host, port = self._listener.getsockname()[:2]
-        return f"{host}:{port}"
+        super().__init__(listen, name="fault-relay")
 
     def set_mode(self, mode: str) -> None:
         assert mode in ("pass", "blackhole", "reset", "hostile_h2"), mode
@@ -101,11 +95,7 @@ class FaultRelay:
             return len(self._pairs)
 
     def close(self) -> None:
-        self._closed = True
-        try:
-            self._listener.close()
-        except OSError:
-            pass
+        self._stop_listening()
         self._close_all(abrupt=False)
 
     def _close_all(self, *, abrupt: bool) -> None:
@@ -115,22 +105,16 @@ class FaultRelay:
         for pair in pairs:
             pair.close(abrupt=abrupt)
 
-    def _accept_loop(self) -> None:
-        while not self._closed:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            if self.mode == "reset":
-                _reset(client)
-                continue
-            pair = _Pair(self, client)
-            with self._lock:
-                self._pairs.add(pair)
-            threading.Thread(target=self._serve, args=(pair,), name="fault-relay-conn", daemon=True).start()
+    def _accepted(self, client: socket.socket) -> None:
+        self.accepted += 1
+        if self.mode == "reset":
+            return _reset(client)
+        pair = _Pair(self, client)
+        with self._lock:
+            self._pairs.add(pair)
+        threading.Thread(target=self._relay, args=(pair,), name="fault-relay-conn", daemon=True).start()
 
-    def _serve(self, pair: _Pair) -> None:
+    def _relay(self, pair: _Pair) -> None:
         try:
             if self.mode == "hostile_h2":
                 first = pair.client.recv(len(H2_PREFACE), socket.MSG_PEEK | socket.MSG_WAITALL)

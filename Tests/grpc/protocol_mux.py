@@ -12,25 +12,20 @@ import socket
 import threading
 import time
 
+from loopback_listener import LoopbackListener
+
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 
-class ProtocolMux:
+class ProtocolMux(LoopbackListener):
     def __init__(self, h2_backend: tuple[str, int], http1_backend: tuple[str, int], *, listen: tuple[str, int] = ("127.0.0.1", 0)):
         self.backends = {"h2": h2_backend, "http1": http1_backend}
         self._lock = threading.Lock()
         self._opened: collections.Counter[str] = collections.Counter()
         self._open: collections.Counter[str] = collections.Counter()
         self._bytes_in: collections.Counter[str] = collections.Counter()
-        self._listener = socket.create_server(listen, backlog=512)
-        self._closed = False
         self._sockets: set[socket.socket] = set()
-        threading.Thread(target=self._accept_loop, name="protocol-mux", daemon=True).start()
-
-    @property
-    def address(self) -> str:
-        host, port = self._listener.getsockname()[:2]
-        return f"{host}:{port}"
+        super().__init__(listen, name="protocol-mux")
 
     def connections_opened(self, protocol: str) -> int:
         """Connections accepted so far that spoke `protocol` ("h2" or "http1")."""
@@ -51,20 +46,11 @@ class ProtocolMux:
             return self._open[protocol]
 
     def close(self) -> None:
-        self._closed = True
-        self._listener.close()
+        self._stop_listening()
         with self._lock:
             sockets = list(self._sockets)
         for sock in sockets:
             _quietly(sock.close)
-
-    def _accept_loop(self) -> None:
-        while not self._closed:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
     def _serve(self, client: socket.socket) -> None:
         protocol = self._sniff(client)
