@@ -416,7 +416,8 @@ class Rig:
         """(name, begin, end) for each fault, in the order they are cycled."""
         provider = self.provider
         return [
-            ("upstream killed and restarted", self.engine.stop, self._engine_back),
+            # Through `self.engine` at each turn: a restart makes a new stand-in.
+            ("upstream killed and restarted", lambda: self.engine.stop(), self._engine_back),
             ("upstream black-holed", lambda: self.relay.set_mode("blackhole"), self.relay.restore),
             ("upstream connections reset", lambda: self.relay.set_mode("reset"), self.relay.restore),
             ("hostile HTTP/2 upstream (DATA on stream 0)", lambda: self.relay.set_mode("hostile_h2"), self.relay.restore),
@@ -572,6 +573,7 @@ def main() -> int:
                 end()
             except Exception as error:  # the soak's own fault step failed: say so and stop
                 failures.append(f"{name}: the soak could not inject or end the fault: {type(error).__name__}: {error}")
+                deadline = time.monotonic()
                 break
             ended = time.monotonic()
             # The calm: each protocol's first good call that began after the fault ended.
