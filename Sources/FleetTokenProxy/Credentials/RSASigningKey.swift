@@ -19,14 +19,7 @@ package final class RSASigningKey: @unchecked Sendable {
     /// encrypted key is refused rather than prompting for a passphrase on the terminal.
     package init(pem: String) throws(SigningKeyError) {
         ERR_clear_error()
-        let bytes = Array(pem.utf8)
-        let read: OpaquePointer? = bytes.withUnsafeBytes { raw in
-            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
-            defer { BIO_free(bio) }
-            // A passphrase callback that has none: OpenSSL's default would read the terminal.
-            return PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil)
-        }
-        guard let read else {
+        guard let read = PEMReader.privateKey(Array(pem.utf8)) else {
             throw SigningKeyError("the private key cannot be read" + OpenSSLErrors.drain())
         }
         guard EVP_PKEY_is_a(read, "RSA") == 1 else {

@@ -37,16 +37,12 @@ package final class ClientCertificate {
 
     package init(certificatePEM: [UInt8], keyPEM: [UInt8], certificateFile: String, keyFile: String) throws(ClientCertificateError) {
         ERR_clear_error()
-        let certificates = Self.readCertificates(certificatePEM)
+        let certificates = PEMReader.certificates(certificatePEM)
         guard let first = certificates.first else {
             throw ClientCertificateError(.unusable, "the certificate file \(certificateFile) holds no PEM certificate")
         }
-        let readKey: OpaquePointer? = keyPEM.withUnsafeBytes { raw in
-            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(clamping: raw.count)) else { return nil }
-            defer { BIO_free(bio) }
-            // A passphrase callback that has none: an encrypted key is refused, never prompted for.
-            return PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil)
-        }
+        // An encrypted key is refused, never prompted for.
+        let readKey = PEMReader.privateKey(keyPEM)
         ERR_clear_error()
         guard let readKey else {
             certificates.forEach { X509_free($0) }
@@ -80,21 +76,6 @@ package final class ClientCertificate {
             guard SSL_CTX_ctrl(ctx, SSL_CTRL_CHAIN_CERT, 1, UnsafeMutableRawPointer(certificate)) == 1 else {
                 throw TLSError.fromQueue("cannot present the client certificate's chain")
             }
-        }
-    }
-
-    /// Every certificate of the PEM text, owned by the caller; none when one is not readable.
-    private static func readCertificates(_ pem: [UInt8]) -> [OpaquePointer] {
-        pem.withUnsafeBytes { raw in
-            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(clamping: raw.count)) else { return [] }
-            defer { BIO_free(bio) }
-            var certificates: [OpaquePointer] = []
-            // A passphrase callback that has none: OpenSSL's default would read the terminal.
-            while let x509 = PEM_read_bio_X509(bio, nil, { _, _, _, _ in 0 }, nil) {
-                certificates.append(x509)
-            }
-            ERR_clear_error() // the end of the text is a "no start line" error
-            return certificates
         }
     }
 

@@ -15,21 +15,10 @@ package enum X509DER {
             count += 1
             rest = rest[range.upperBound...]
         }
-        return pem.withUnsafeBytes { raw -> [[UInt8]]? in
-            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(clamping: raw.count)) else { return nil }
-            defer { BIO_free(bio) }
-            var certificates: [[UInt8]] = []
-            for _ in 0..<count {
-                // A passphrase callback that has none: OpenSSL's default would read the terminal.
-                guard let x509 = PEM_read_bio_X509(bio, nil, { _, _, _, _ in 0 }, nil) else {
-                    ERR_clear_error()
-                    return nil
-                }
-                certificates.append(encode(x509))
-                X509_free(x509)
-            }
-            return certificates
-        }
+        let read = PEMReader.certificates(pem, limit: count)
+        defer { read.forEach { X509_free($0) } }
+        // Fewer than the blocks: one of them is not a certificate.
+        return read.count == count ? read.map(encode) : nil
     }
 
     /// One certificate's DER encoding.
